@@ -1,0 +1,1 @@
+"""Grounded Checklist Partial Credit."""

@@ -1,0 +1,347 @@
+"""RQ1: does grounded checklist partial credit rank PASS trajectories above FAIL ones?
+
+AUC of each score against the official outcome, per judging arm, with task-clustered bootstrap
+CIs, a by-condition breakdown and paired deltas. Everything returned is JSON-serializable
+with undefined values as None (never NaN), so it can go straight into DVC metrics.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sklearn.metrics import roc_curve
+
+from gcpc.analysis.stats import (
+    BootstrapResult,
+    auc_statistic,
+    clustered_bootstrap,
+    paired_delta_auc,
+)
+
+DECIDED_OUTCOMES = ("PASS", "FAIL")
+DEFAULT_SCORES = ("gcpc_plain", "gcpc_outcome")
+LABEL = "_pass"  # internal label column: outcome == PASS
+CLUSTER = "task_id"
+REQUIRED_COLUMNS = ("trajectory_id", "task_id", "condition", "outcome", "arm", "zero_evidence")
+
+
+def resolve_config(cfg: dict[str, Any] | None) -> dict[str, Any]:
+    """The `analysis` params section with defaults filled in, so results record what was used."""
+    cfg = dict(cfg or {})
+    boot = dict(cfg.get("bootstrap") or {})
+    scores = cfg.get("scores") or list(DEFAULT_SCORES)
+    if isinstance(scores, str):
+        scores = [scores]
+    zes = cfg.get("zero_evidence_score", 0.0)
+    resolved = {
+        "scores": [str(s) for s in scores],
+        "bootstrap": {
+            "n_resamples": int(boot.get("n_resamples", 2000)),
+            "seed": int(boot.get("seed", 0)),
+            "ci": float(boot.get("ci", 0.95)),
+        },
+        # None means: drop trajectories whose score is undefined instead of filling them.
+        "zero_evidence_score": None if zes is None else float(zes),
+    }
+    if resolved["zero_evidence_score"] is not None and not math.isfinite(resolved["zero_evidence_score"]):
+        raise ValueError("analysis.zero_evidence_score must be a finite number or null")
+    return resolved
+
+
+def _finite(x: Any) -> float | None:
+    if x is None:
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def _jsonable(obj: Any) -> Any:
+    """Recursively turn numpy scalars into Python ones and NaN/inf into None."""
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        return _finite(obj)
+    return obj
+
+
+def _check_columns(metrics: pd.DataFrame, scores: list[str]) -> None:
+    missing = [c for c in (*REQUIRED_COLUMNS, *scores) if c not in metrics.columns]
+    if missing:
+        raise ValueError(f"metrics table lacks column(s): {', '.join(missing)}")
+
+
+def decided(metrics: pd.DataFrame) -> pd.DataFrame:
+    """Rows with an official PASS/FAIL, plus the boolean label column."""
+    out = metrics[metrics["outcome"].isin(DECIDED_OUTCOMES)].copy()
+    out[LABEL] = out["outcome"].eq("PASS")
+    return out
+
+
+def score_values(rows: pd.DataFrame, score: str, zero_evidence_score: float | None) -> tuple[pd.DataFrame, dict[str, int]]:
+    """Rows with column ``score`` made defined, and counts saying how.
+
+    gcpc_plain is NaN when the judge decided nothing (zero evidence). By default such a log earns
+    ``zero_evidence_score`` (0.0: no evidence, no credit); with None those rows are dropped.
+    """
+    values = rows[score].astype(float)
+    undefined = values.isna()
+    info = {
+        "n_zero_evidence": int(rows["zero_evidence"].astype(bool).sum()),
+        "n_undefined": int(undefined.sum()),
+        "n_filled": 0,
+        "n_dropped": 0,
+    }
+    out = rows.copy()
+    if zero_evidence_score is None:
+        out = out[~undefined.to_numpy()]
+        info["n_dropped"] = info["n_undefined"]
+    else:
+        out[score] = values.fillna(zero_evidence_score)
+        info["n_filled"] = info["n_undefined"]
+    return out, info
+
+
+def _counts(rows: pd.DataFrame) -> dict[str, int]:
+    n_pass = int(rows[LABEL].sum())
+    return {
+        "n": int(len(rows)),
+        "n_pass": n_pass,
+        "n_fail": int(len(rows) - n_pass),
+        "n_tasks": int(rows[CLUSTER].nunique()),
+    }
+
+
+def _auc_entry(rows: pd.DataFrame, score: str, boot: dict[str, Any]) -> dict[str, Any]:
+    """AUC with clustered CI, or a skip reason when one class is missing."""
+    entry: dict[str, Any] = _counts(rows)
+    if entry["n_pass"] == 0 or entry["n_fail"] == 0:
+        entry.update(auc=None, ci_low=None, ci_high=None,
+                     skipped=f"single class (n_pass={entry['n_pass']}, n_fail={entry['n_fail']})")
+        return entry
+    res: BootstrapResult = clustered_bootstrap(
+        rows[[score, LABEL, CLUSTER]], CLUSTER, auc_statistic(score, LABEL),
+        n_resamples=boot["n_resamples"], seed=boot["seed"], ci=boot["ci"],
+    )
+    entry.update(
+        auc=res.estimate,
+        ci_low=res.ci_low,
+        ci_high=res.ci_high,
+        n_resamples=res.n_resamples,
+        n_valid=res.n_valid,
+        n_skipped=res.n_skipped,
+    )
+    return entry
+
+
+def _delta_entry(rows: pd.DataFrame, a: str, b: str, boot: dict[str, Any]) -> dict[str, Any]:
+    entry: dict[str, Any] = _counts(rows)
+    if entry["n_pass"] == 0 or entry["n_fail"] == 0:
+        entry.update(delta=None, ci_low=None, ci_high=None, share_positive=None,
+                     skipped=f"single class (n_pass={entry['n_pass']}, n_fail={entry['n_fail']})")
+        return entry
+    res = paired_delta_auc(rows, a, b, LABEL, CLUSTER, n_resamples=boot["n_resamples"], seed=boot["seed"], ci=boot["ci"])
+    entry.update(delta=res.estimate, ci_low=res.ci_low, ci_high=res.ci_high, share_positive=res.share_positive,
+                 n_resamples=res.n_resamples, n_valid=res.n_valid, n_skipped=res.n_skipped)
+    return entry
+
+
+def rq1(metrics: pd.DataFrame, cfg: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Full RQ1 result: per arm x score AUC (+CI), by condition, and paired deltas.
+
+    Deltas: within an arm, later scores minus the first (e.g. gcpc_outcome - gcpc_plain);
+    across arms, for each score, arm_a - arm_b on the trajectories both arms scored.
+    All bootstraps share one seed, so every AUC uses the same task resamples.
+    """
+    c = resolve_config(cfg)
+    scores, boot, zes = c["scores"], c["bootstrap"], c["zero_evidence_score"]
+    _check_columns(metrics, scores)
+    if len(metrics) == 0:
+        raise ValueError("metrics table is empty")
+
+    per_traj = metrics.drop_duplicates("trajectory_id")
+    rows = decided(metrics)
+    arms = sorted(rows["arm"].unique().tolist())
+    result: dict[str, Any] = {
+        "config": c,
+        "n_rows_total": int(len(metrics)),
+        "n_trajectories_total": int(per_traj.shape[0]),
+        "outcome_counts": {str(k): int(v) for k, v in sorted(per_traj["outcome"].value_counts().items())},
+        "n_excluded_other": int((~per_traj["outcome"].isin(DECIDED_OUTCOMES)).sum()),
+        "n_rows_excluded_other": int(len(metrics) - len(rows)),
+        "n_trajectories": int(rows["trajectory_id"].nunique()),
+        "n_pass": int(rows.drop_duplicates("trajectory_id")[LABEL].sum()),
+        "n_tasks": int(rows[CLUSTER].nunique()),
+        "arms": {},
+        "by_condition": {},
+        "deltas": {"within_arm": [], "between_arms": []},
+    }
+    result["n_fail"] = result["n_trajectories"] - result["n_pass"]
+
+    prepared: dict[tuple[str, str], pd.DataFrame] = {}
+    for arm in arms:
+        arm_rows = rows[rows["arm"] == arm]
+        result["arms"][arm] = {}
+        result["by_condition"][arm] = {}
+        for score in scores:
+            vals, info = score_values(arm_rows, score, zes)
+            prepared[(arm, score)] = vals
+            entry = _auc_entry(vals, score, boot)
+            entry.update(info)
+            result["arms"][arm][score] = entry
+            by_cond: dict[str, Any] = {}
+            for cond in sorted(vals["condition"].astype(str).unique().tolist()):
+                by_cond[cond] = _auc_entry(vals[vals["condition"].astype(str) == cond], score, boot)
+            result["by_condition"][arm][score] = by_cond
+
+        # Within-arm deltas need both scores defined on the same rows.
+        if len(scores) > 1:
+            base = scores[0]
+            for other in scores[1:]:
+                both = arm_rows.copy()
+                for s in (base, other):
+                    both = score_values(both, s, zes)[0]
+                entry = {"arm": arm, "a": other, "b": base, **_delta_entry(both, other, base, boot)}
+                result["deltas"]["within_arm"].append(entry)
+
+    for score in scores:
+        for a, b in itertools.combinations(arms, 2):
+            left = prepared[(a, score)][["trajectory_id", CLUSTER, LABEL, score]]
+            right = prepared[(b, score)][["trajectory_id", score]]
+            joined = left.merge(right, on="trajectory_id", suffixes=("_a", "_b"), validate="one_to_one")
+            entry: dict[str, Any] = {"score": score, "a": a, "b": b}
+            if joined.empty:
+                entry.update(n=0, delta=None, ci_low=None, ci_high=None, skipped="no shared trajectories")
+            else:
+                entry.update(_delta_entry(joined, f"{score}_a", f"{score}_b", boot))
+            result["deltas"]["between_arms"].append(entry)
+
+    return _jsonable(result)
+
+
+def compact_metrics(result: dict[str, Any]) -> dict[str, Any]:
+    """Small nested dict for `metrics/rq1.json` (what `dvc metrics diff` compares)."""
+    out: dict[str, Any] = {}
+    for arm, per_score in result["arms"].items():
+        out[arm] = {
+            score: {"auc": e.get("auc"), "ci_low": e.get("ci_low"), "ci_high": e.get("ci_high")}
+            for score, e in per_score.items()
+        }
+    out["n_trajectories"] = result["n_trajectories"]
+    out["n_tasks"] = result["n_tasks"]
+    out["n_excluded_other"] = result["n_excluded_other"]
+    return _jsonable(out)
+
+
+def ordered_entries(result: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    """(arm, score, entry) with arms sorted and scores in config order.
+
+    JSON written with sorted keys loses the configured score order; this restores it.
+    """
+    order = {s: i for i, s in enumerate(result["config"]["scores"])}
+    out = []
+    for arm in sorted(result["arms"]):
+        per = result["arms"][arm]
+        for score in sorted(per, key=lambda s: (order.get(s, len(order)), s)):
+            out.append((arm, score, per[score]))
+    return out
+
+
+def _fmt(x: float | None, digits: int = 3) -> str:
+    return "n/a" if x is None else f"{x:.{digits}f}"
+
+
+def _table_rows(result: dict[str, Any]) -> tuple[list[tuple[str, ...]], int]:
+    level = int(round(100 * result["config"]["bootstrap"]["ci"]))
+    rows = []
+    for arm, score, e in ordered_entries(result):
+        ci = "n/a" if e.get("ci_low") is None else f"[{_fmt(e['ci_low'])}, {_fmt(e['ci_high'])}]"
+        rows.append((arm, score, _fmt(e.get("auc")), ci, f"{e['n']} ({e['n_pass']}/{e['n_fail']})",
+                     str(e["n_tasks"]), str(e.get("n_zero_evidence", 0))))
+    return rows, level
+
+
+def rq1_table_markdown(result: dict[str, Any]) -> str:
+    """Per arm x score AUC table for the paper draft / README."""
+    rows, level = _table_rows(result)
+    header = ["Arm", "Score", "AUC", f"{level}% CI", "n (pass/fail)", "Tasks", "Zero-evidence"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] * 2 + ["---:"] * 5) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    zes = result["config"]["zero_evidence_score"]
+    how = "dropped" if zes is None else f"scored {zes:g}"
+    lines.append("")
+    lines.append(
+        f"AUC vs official PASS; {level}% percentile CI from {result['config']['bootstrap']['n_resamples']} "
+        f"task-clustered bootstrap resamples (seed {result['config']['bootstrap']['seed']}). "
+        f"Zero-evidence trajectories (undefined score) {how}; "
+        f"{result['n_excluded_other']} trajectories with outcome other than PASS/FAIL excluded."
+    )
+    return "\n".join(lines) + "\n"
+
+
+def _tex_escape(text: str) -> str:
+    for a, b in (("\\", r"\textbackslash{}"), ("_", r"\_"), ("%", r"\%"), ("&", r"\&"), ("#", r"\#"), ("$", r"\$")):
+        text = text.replace(a, b)
+    return text
+
+
+def rq1_table_latex(result: dict[str, Any]) -> str:
+    """Same table as booktabs LaTeX (a bare tabular, so the paper controls the float/caption)."""
+    rows, level = _table_rows(result)
+    out = [
+        r"\begin{tabular}{llrcrrr}",
+        r"\toprule",
+        rf"Arm & Score & AUC & {level}\% CI & $n$ (pass/fail) & Tasks & Zero-evidence \\",
+        r"\midrule",
+    ]
+    for r in rows:
+        out.append(" & ".join(_tex_escape(x) for x in r) + r" \\")
+    out += [r"\bottomrule", r"\end{tabular}"]
+    return "\n".join(out) + "\n"
+
+
+def roc_points(metrics: pd.DataFrame, cfg: dict[str, Any] | None = None) -> pd.DataFrame:
+    """ROC curve points per arm x score (same filtering and filling as rq1), for DVC plots.
+
+    The first point's threshold is +inf in sklearn; it is written as NaN (empty in CSV).
+    """
+    c = resolve_config(cfg)
+    _check_columns(metrics, c["scores"])
+    rows = decided(metrics)
+    frames = []
+    for arm in sorted(rows["arm"].unique().tolist()):
+        arm_rows = rows[rows["arm"] == arm]
+        for score in c["scores"]:
+            vals, _ = score_values(arm_rows, score, c["zero_evidence_score"])
+            y = vals[LABEL].to_numpy()
+            if y.all() or not y.any():
+                continue
+            fpr, tpr, thr = roc_curve(y, vals[score].to_numpy(dtype=float))
+            thr = np.where(np.isfinite(thr), thr, np.nan)
+            frames.append(pd.DataFrame({"arm": arm, "score": score, "fpr": fpr, "tpr": tpr, "threshold": thr}))
+    if not frames:
+        return pd.DataFrame({"arm": pd.Series(dtype=str), "score": pd.Series(dtype=str), "fpr": pd.Series(dtype=float),
+                             "tpr": pd.Series(dtype=float), "threshold": pd.Series(dtype=float)})
+    return pd.concat(frames, ignore_index=True)
+
+
+__all__ = [
+    "compact_metrics",
+    "decided",
+    "ordered_entries",
+    "resolve_config",
+    "roc_points",
+    "rq1",
+    "rq1_table_latex",
+    "rq1_table_markdown",
+    "score_values",
+]

@@ -1,0 +1,91 @@
+"""Typed records that every stage exchanges: tasks, trajectories and their log events.
+
+These are the boundary of the corpus package: readers of native formats produce them,
+every later stage consumes them from the ingest stage's JSONL outputs.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class VerifierTest(Frozen):
+    """One referencable pytest test of a task's official verifier."""
+
+    id: str = Field(description="pytest node id relative to tests/, e.g. test_outputs.py::TestX::test_y")
+    file: str
+    name: str = Field(description="function name, e.g. test_y")
+    cls: str | None = None
+    source: str = Field(description="source text of the test function (used for linking and the restatement gate)")
+
+
+class Task(Frozen):
+    benchmark: str
+    task_id: str
+    instruction: str
+    metadata: dict[str, str | int | float | bool | list[str] | None] = Field(default_factory=dict)
+    tests: list[VerifierTest] = Field(default_factory=list)
+    verifier_files: dict[str, str] = Field(default_factory=dict, description="relative path -> text")
+    source_path: str
+
+
+class EventKind(StrEnum):
+    AGENT_MESSAGE = "agent_message"
+    TOOL_CALL = "tool_call"
+    TOOL_OUTPUT = "tool_output"
+    FILE_CONTENT = "file_content"
+    SYSTEM = "system"
+
+
+EVIDENCE_KINDS = frozenset({EventKind.TOOL_OUTPUT, EventKind.FILE_CONTENT})
+"""Only these event kinds may support a Yes or No: what the environment displayed, never the agent's word."""
+
+
+class SourceRef(Frozen):
+    path: str
+    line: int = Field(description="1-based line of the record in its source file")
+
+
+class Event(Frozen):
+    index: int
+    kind: EventKind
+    text: str
+    tool: str | None = None
+    is_error: bool = False
+    source: SourceRef
+
+
+OutcomeStatus = Literal["PASS", "FAIL", "other"]
+
+
+class Outcome(Frozen):
+    status: OutcomeStatus
+    reward: float | None = None
+    reason: str | None = Field(default=None, description="why status is 'other' (partial reward, exception, missing)")
+
+
+class Trajectory(Frozen):
+    trajectory_id: str
+    benchmark: str
+    task_id: str
+    harness: str
+    model: str
+    condition: str = Field(description="with_skills | without_skills | self_generated | unknown")
+    source: str = Field(description="job / contributor the trial came from")
+    trial: str
+    outcome: Outcome
+    test_results: dict[str, str] = Field(default_factory=dict, description="verifier test id -> passed/failed/...")
+    events: list[Event]
+    source_path: str
+
+
+class Exclusion(Frozen):
+    path: str
+    reason: str

@@ -1,0 +1,36 @@
+"""Judge outputs: one record per (trajectory, arm)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from gcpc.llm.schemas import Evidence, Label, Route
+
+
+class ItemLabel(BaseModel):
+    item_id: str
+    route: Route | Literal["endpoint"]
+    label: Label
+    raw_label: Label | None = Field(default=None, description="the judge's label before the evidence gate")
+    evidence: list[Evidence] = Field(default_factory=list)
+    reason: str = ""
+    downgraded: bool = False
+    downgrade_reason: str | None = None
+    test_refs: list[str] = Field(default_factory=list)
+
+
+class Judgment(BaseModel):
+    trajectory_id: str
+    benchmark: str
+    task_id: str
+    arm: str
+    checklist_hash: str
+    provider: str
+    model: str
+    request_key: str | None
+    status: Literal["ok", "failed", "skipped"]
+    error: str | None = None
+    evidence_gate: bool
+    labels: list[ItemLabel] = Field(default_factory=list)

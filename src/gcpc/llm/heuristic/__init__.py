@@ -1,0 +1,33 @@
+"""The offline, deterministic `heuristic` provider: transparent rules, not a language model.
+
+It answers the same requests as the real providers, with the same response schemas, but
+reads the structured inputs the prompt was rendered from instead of the prompt text.
+Every output it produces is recorded with provider 'heuristic' so it is never taken for an LLM.
+"""
+
+from __future__ import annotations
+
+import json
+
+from gcpc.llm.base import LLMRequest, ProviderError, RawResponse
+from gcpc.llm.heuristic.judge import judge_checklist
+from gcpc.llm.heuristic.synthesize import generate_checklist
+
+HANDLERS = {
+    "GeneratedChecklist": generate_checklist,
+    "ChecklistJudgment": judge_checklist,
+}
+
+
+class HeuristicProvider:
+    name = "heuristic"
+
+    def __init__(self, model: str = "gcpc-heuristic-v1", **_: object):
+        self.model = model
+
+    def complete(self, request: LLMRequest) -> RawResponse:
+        handler = HANDLERS.get(request.output_schema)
+        if handler is None:
+            raise ProviderError(f"heuristic provider has no rule set for schema '{request.output_schema}'")
+        answer = handler(request.inputs)
+        return RawResponse(text=json.dumps(answer, ensure_ascii=False, sort_keys=True), usage={}, request_id=None, latency_s=None)

@@ -1,0 +1,36 @@
+"""`python -m gcpc.report`: the `report` stage; renders RQ1 figures from metrics.parquet and rq1.json."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from gcpc.params import load_params, stage_args
+from gcpc.report.figures import forest_plot, judge_label, save_figure, score_by_outcome_plot
+
+METRICS = Path("data/processed/finalize/metrics.parquet")
+RQ1 = Path("data/processed/analyze/rq1.json")
+FIG_DIR = Path("figures")
+
+
+def main() -> int:
+    args = stage_args("Render RQ1 figures")
+    params = load_params(args.params)
+    for path in (METRICS, RQ1):
+        if not path.exists():
+            print(f"{path}: not found (run the finalize and analyze stages first)", file=sys.stderr)
+            return 2
+    result = json.loads(RQ1.read_text(encoding="utf-8"))
+    metrics = pd.read_parquet(METRICS)
+    written = save_figure(forest_plot(result, judge_label(params)), FIG_DIR / "rq1_auc_forest")
+    # Same config the numbers were computed with, so the plot cannot disagree with the table.
+    written += save_figure(score_by_outcome_plot(metrics, result["config"]), FIG_DIR / "score_by_outcome")
+    print("report: wrote " + ", ".join(str(p) for p in written))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

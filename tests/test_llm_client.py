@@ -1,0 +1,115 @@
+"""Client and call store: cache hits make zero calls, invalid output is retried and logged, runs resume."""
+
+import json
+
+import pytest
+
+from gcpc.io import iter_jsonl
+from gcpc.llm import make_client, make_provider
+from gcpc.llm.base import LLMRequest, Message, ProviderError, RawResponse, ReplayMiss
+from gcpc.llm.client import LLMClient
+from gcpc.llm.schemas import ChecklistJudgment
+from gcpc.llm.store import CallStore
+
+GOOD = json.dumps({"verdicts": [{"item_id": "i01", "label": "Yes", "evidence": [], "reason": "shown"}]})
+
+
+class Scripted:
+    """A provider that plays back a script of answers (or exceptions) and counts calls."""
+
+    name = "scripted"
+
+    def __init__(self, answers):
+        self.answers = list(answers)
+        self.calls = 0
+
+    def complete(self, request):
+        self.calls += 1
+        answer = self.answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return RawResponse(text=answer, usage={"input_tokens": 3, "output_tokens": 2})
+
+
+def req(n: int = 0) -> LLMRequest:
+    return LLMRequest(purpose="judgment:test", provider="scripted", model="m", messages=[Message(role="user", content=f"q{n}")],
+                      output_schema="ChecklistJudgment", json_schema={}, template_hash="t", inputs={"n": n})
+
+
+def test_key_covers_the_whole_request():
+    assert req(0).key == req(0).key
+    assert req(0).key != req(1).key
+    assert req(0).key != req(0).model_copy(update={"sampling": {"temperature": 0.5}}).key
+
+
+def test_invalid_output_is_retried_and_every_attempt_recorded(tmp_path):
+    provider = Scripted(["not json", '{"verdicts": "wrong"}', GOOD])
+    client = LLMClient(provider, CallStore(tmp_path / "calls.jsonl"), max_attempts=3, progress=False)
+    result = client.run_one(req(), ChecklistJudgment)
+    assert result.ok and result.attempts == 3 and provider.calls == 3
+    records = list(iter_jsonl(tmp_path / "calls.jsonl"))
+    assert [r["ok"] for r in records] == [False, False, True]
+    assert all(r["error"].startswith("invalid output") for r in records[:2])
+
+
+def test_failed_unit_after_bounded_attempts_is_reported_not_coerced(tmp_path):
+    client = LLMClient(Scripted(["x", "y"]), CallStore(tmp_path / "c.jsonl"), max_attempts=2, progress=False)
+    result = client.run_one(req(), ChecklistJudgment)
+    assert not result.ok and result.parsed is None and "invalid output" in result.error
+
+
+def test_rerun_with_unchanged_requests_makes_zero_calls(tmp_path):
+    path = tmp_path / "c.jsonl"
+    first = LLMClient(Scripted([GOOD, GOOD]), CallStore(path), progress=False)
+    first.run([req(0), req(1)], ChecklistJudgment)
+    first.store.compact(first.used_keys)
+    first.store.close()
+    again = Scripted([])
+    second = LLMClient(again, CallStore(path), progress=False)
+    results = second.run([req(0), req(1)], ChecklistJudgment)
+    assert again.calls == 0 and all(r.ok and r.cached for r in results)
+
+
+def test_interrupted_run_resumes_without_repeating_or_losing_calls(tmp_path):
+    path = tmp_path / "c.jsonl"
+    crashing = Scripted([GOOD, ProviderError("connection reset")])
+    client = LLMClient(crashing, CallStore(path), progress=False)
+    with pytest.raises(ProviderError):
+        client.run([req(0), req(1), req(2)], ChecklistJudgment)
+    client.store.close()
+    assert len(list(iter_jsonl(path))) == 2  # the finished call and the logged failure
+    resumed_provider = Scripted([GOOD, GOOD])
+    resumed = LLMClient(resumed_provider, CallStore(path), progress=False)
+    results = resumed.run([req(0), req(1), req(2)], ChecklistJudgment)
+    assert resumed_provider.calls == 2  # req(0) came from the file
+    assert [r.cached for r in results] == [True, False, False]
+
+
+def test_compaction_is_byte_stable_and_keeps_only_used_requests(tmp_path):
+    outputs = []
+    for order in ([0, 1, 2], [2, 1, 0]):
+        path = tmp_path / f"c{order[0]}.jsonl"
+        client = LLMClient(Scripted([GOOD] * 3), CallStore(path), progress=False)
+        client.run([req(n) for n in order], ChecklistJudgment)
+        client.used_keys.discard(req(1).key)
+        client.store.compact(client.used_keys)
+        client.store.close()
+        outputs.append(path.read_bytes())
+    assert outputs[0] == outputs[1]
+    assert outputs[0].count(b"\n") == 2
+
+
+def test_replay_answers_from_the_record_and_errors_on_a_miss(tmp_path):
+    path = tmp_path / "c.jsonl"
+    client = LLMClient(Scripted([GOOD]), CallStore(path), progress=False)
+    client.run_one(req(0), ChecklistJudgment)
+    client.store.close()
+    replay = make_client({"provider": "replay", "model": "m"}, path, progress=False)
+    assert replay.run_one(req(0), ChecklistJudgment).ok
+    with pytest.raises(ReplayMiss, match=req(5).key):
+        replay.run_one(req(5), ChecklistJudgment)
+
+
+def test_unknown_provider_is_a_clear_error():
+    with pytest.raises(ValueError, match="unknown llm provider 'nope'"):
+        make_provider({"provider": "nope"})

@@ -1,0 +1,62 @@
+"""Synthesis sees the instruction and the verifier and nothing else."""
+
+import inspect
+
+from gcpc.corpus.models import VerifierTest
+from gcpc.llm import make_client
+from gcpc.synthesis.generate import SynthesisSettings, build_request, synthesize_checklist
+
+HEURISTIC = {"provider": "heuristic", "model": "gcpc-heuristic-v1", "temperature": 0.0, "seed": 0}
+INSTRUCTION = """Summarise the sales data in `/root/sales.csv`.
+
+1. Read `/root/sales.csv` and compute the total of the `amount` column.
+2. Count the rows whose `region` is "north".
+3. Save both numbers to `/root/summary.json` with keys `total_amount` and `north_rows`.
+4. The file must be valid JSON.
+5. Do not modify `/root/sales.csv`.
+"""
+TESTS = [VerifierTest(id="test_outputs.py::test_summary", file="test_outputs.py", name="test_summary",
+                      source='def test_summary():\n    data = json.load(open("/root/summary.json"))\n    assert data["total_amount"] == 1234.5')]
+
+
+def test_signature_admits_only_instruction_and_verifier():
+    params = inspect.signature(synthesize_checklist).parameters
+    positional = [n for n, p in params.items() if p.kind is p.POSITIONAL_OR_KEYWORD]
+    assert positional == ["instruction", "tests"]
+    forbidden = {"trajectory", "trajectories", "events", "outcome", "solution", "log", "result"}
+    assert not forbidden & set(params)
+
+
+def test_request_carries_only_instruction_tests_and_limits():
+    settings = SynthesisSettings()
+    request = build_request(INSTRUCTION, TESTS, llm_cfg=HEURISTIC, settings=settings, template=settings.template())
+    assert set(request.inputs) == {"instruction", "tests", "limits", "previous_rejections"}
+    assert request.provider == "heuristic"
+    text = "\n".join(m.content for m in request.messages)
+    assert INSTRUCTION.strip() in text and "test_summary" in text
+
+
+def test_heuristic_checklist_passes_gates_and_quotes_verbatim(tmp_path):
+    client = make_client(HEURISTIC, tmp_path / "calls.jsonl", progress=False)
+    outcome = synthesize_checklist(INSTRUCTION, TESTS, client=client, llm_cfg=HEURISTIC, settings=SynthesisSettings())
+    assert outcome.items is not None, outcome.failure
+    assert 4 <= len(outcome.items) <= 15
+    for it in outcome.items:
+        assert " ".join(it.quote.split()) in " ".join(INSTRUCTION.split())
+    by_quote = {it.quote: it for it in outcome.items}
+    save = by_quote["Save both numbers to `/root/summary.json` with keys `total_amount` and `north_rows`."]
+    assert save.route == "assertion" and save.test_refs == ["test_outputs.py::test_summary"]
+    assert save.category == "construction"
+    assert by_quote["Count the rows whose `region` is \"north\"."].route == "generated"
+    assert outcome.provenance.provider == "heuristic"
+
+
+def test_regeneration_is_logged_when_a_gate_fails(tmp_path):
+    client = make_client(HEURISTIC, tmp_path / "calls.jsonl", progress=False)
+    settings = SynthesisSettings(min_items=7, max_items=15)
+    outcome = synthesize_checklist(INSTRUCTION, TESTS, client=client, llm_cfg=HEURISTIC, settings=settings)
+    assert len(outcome.attempts) >= 2
+    first = outcome.attempts[0]
+    assert not first.accepted and any(g.gate == "item_count" and not g.passed for g in first.gate_results)
+    assert outcome.attempts[1].previous_rejections == ["count_low"]
+    assert all(a.raw_responses for a in outcome.attempts)

@@ -13,7 +13,7 @@ TESTS = [
     VerifierTest(id="test_outputs.py::test_file_exists", file="test_outputs.py", name="test_file_exists",
                  source='def test_file_exists():\n    assert os.path.exists("/root/out.json")'),
     VerifierTest(id="test_outputs.py::TestValues::test_mean", file="test_outputs.py", name="test_mean", cls="TestValues",
-                 source='def test_mean(self):\n    """the mean price in the output file must match the reference mean price within tolerance"""\n    assert abs(load()["mean_price"] - 12.5) < 1e-6'),
+                 source='def test_mean(self):\n    """Save the mean price of every row to the output file with the key mean price."""\n    # compare with the reference\n    assert abs(load()["mean_price"] - 12.5) < 1e-6, "the mean price in the output file must match the reference mean price within tolerance"'),
     VerifierTest(id="test_outputs.py::test_rows[a]", file="test_outputs.py", name="test_rows", source="def test_rows(x): ..."),
 ]
 
@@ -43,6 +43,10 @@ def test_restatement_rule():
     assert restates_test("assert the mean equals 12.5", TESTS)
     assert restates_test("mean price in the output file must match the reference mean price within tolerance", TESTS)
     assert restates_test("The output file /root/out.json exists.", TESTS) is None
+    # syntax that the instruction itself contains is quoted, not restated
+    assert restates_test("Install `pkg==1.2`", TESTS, quote="Install `pkg==1.2`") is None
+    # docstrings and comments paraphrase the instruction; sharing them is not restating code
+    assert restates_test("Save the mean price of every row to the output file with the key mean price", TESTS) is None
 
 
 def gates_failing(items, **kw):

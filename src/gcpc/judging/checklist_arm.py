@@ -14,13 +14,19 @@ from typing import Any
 from pydantic import BaseModel
 
 from gcpc.corpus.models import Event, Trajectory
-from gcpc.corpus.render import render_log, visible_events
+from gcpc.corpus.render import render_log, truncate_middle
 from gcpc.judging.evidence import gate_verdicts
 from gcpc.judging.models import Judgment
 from gcpc.llm import LLMClient, LLMRequest, request_identity, sampling_params
 from gcpc.llm.prompts import PromptTemplate
 from gcpc.llm.schemas import ChecklistJudgment
 from gcpc.synthesis.models import Checklist
+
+
+def visible_events(events: Sequence[Event], max_chars: int) -> list[dict[str, Any]]:
+    """The events exactly as the rendered log shows them (same truncation), for rule-based judges."""
+    return [{"index": e.index, "kind": e.kind.value, "tool": e.tool, "is_error": e.is_error,
+             "text": truncate_middle(e.text, max_chars)} for e in events]
 
 
 @dataclass(frozen=True)
@@ -43,7 +49,7 @@ class ArmSpec:
 
 def build_request(events: Sequence[Event], checklist: Checklist, *, arm: ArmSpec, llm_cfg: dict[str, Any], template: PromptTemplate) -> LLMRequest:
     items = [{"item_id": i.item_id, "text": i.text} for i in checklist.items]
-    messages = template.render(ChecklistJudgment, items=items, log=render_log(events, max_event_chars=arm.max_event_chars))
+    messages = template.render(ChecklistJudgment, items=items, log=render_log(events, max_chars=arm.max_event_chars))
     provider, model = request_identity(llm_cfg)
     return LLMRequest(
         purpose=f"judgment:{arm.name}",
@@ -54,7 +60,7 @@ def build_request(events: Sequence[Event], checklist: Checklist, *, arm: ArmSpec
         json_schema=ChecklistJudgment.model_json_schema(),
         sampling=sampling_params(llm_cfg),
         template_hash=template.hash,
-        inputs={"items": items, "events": visible_events(events, max_event_chars=arm.max_event_chars)},
+        inputs={"items": items, "events": visible_events(events, arm.max_event_chars)},
     )
 
 

@@ -8,15 +8,19 @@ breaks) compare equal to one space, and leading/trailing whitespace is ignored. 
 punctuation and Markdown are compared exactly.
 
 Restatement rule: an item restates test code when its text contains code syntax (`assert`,
-`==`, `!=`, `def test_`, `self.`) or when it shares a contiguous run of at least
-RESTATE_MIN_RUN word tokens with a test's source that covers at least RESTATE_MIN_SHARE of the
-item's words.
+`==`, `!=`, `def test_`, `self.`) beyond what its instruction quote already contains, or when it shares a contiguous run of at least
+RESTATE_MIN_RUN word tokens with a test's code that covers at least RESTATE_MIN_SHARE of the
+item's words. "Code" is the test source without docstrings and comments: verifier docstrings
+often paraphrase the instruction, and quoting the instruction is what items must do.
 """
 
 from __future__ import annotations
 
+import ast
 import re
+import textwrap
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Literal
 
 from pydantic import BaseModel
@@ -57,6 +61,21 @@ def resolve_test_ref(ref: str, tests: Sequence[VerifierTest]) -> str | None:
     return matches[0] if len(matches) == 1 else None
 
 
+@lru_cache(maxsize=4096)
+def code_only(source: str) -> str:
+    """Test source without docstrings and comments (falls back to the raw text if it does not parse)."""
+    try:
+        tree = ast.parse(textwrap.dedent(source))
+    except SyntaxError:
+        return source
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr) \
+                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.unparse(tree)
+
+
 def _longest_common_run(a: list[str], b: list[str]) -> int:
     best = 0
     prev = [0] * (len(b) + 1)
@@ -70,14 +89,14 @@ def _longest_common_run(a: list[str], b: list[str]) -> int:
     return best
 
 
-def restates_test(text: str, tests: Sequence[VerifierTest]) -> str | None:
-    if _CODE_SYNTAX.search(text):
+def restates_test(text: str, tests: Sequence[VerifierTest], quote: str = "") -> str | None:
+    if len(_CODE_SYNTAX.findall(text)) > len(_CODE_SYNTAX.findall(quote)):
         return "item text contains test-code syntax"
     item_words = words(text)
     if not item_words:
         return None
     for test in tests:
-        run = _longest_common_run(item_words, words(test.source))
+        run = _longest_common_run(item_words, words(code_only(test.source)))
         if run >= RESTATE_MIN_RUN and run / len(item_words) >= RESTATE_MIN_SHARE:
             return f"item text repeats {run} consecutive words of {test.id}"
     return None
@@ -105,7 +124,7 @@ def check_items(
                                       message=f"item {i}: test reference(s) not in the verifier: {', '.join(unresolved)}"))
         else:
             results.append(GateResult(gate="assertion_ref", item_index=i, passed=True, message="references resolve"))
-        why = restates_test(item.text, tests)
+        why = restates_test(item.text, tests, item.quote)
         results.append(GateResult(gate="no_test_restatement", item_index=i, passed=why is None,
                                   message=f"item {i}: {why}" if why else "states a requirement"))
     n = len(items)

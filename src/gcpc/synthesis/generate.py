@@ -135,6 +135,7 @@ def synthesize_checklist(
             outcome.failure = f"no valid response after {result.attempts} call attempt(s): {result.error}"
             return outcome
         previous = gates
-        kinds = failed_gate_kinds(gates, len(parsed.items), settings.min_items)
+        # Feedback accumulates: a regeneration must not reintroduce what an earlier attempt was rejected for.
+        kinds = sorted(set(kinds) | set(failed_gate_kinds(gates, len(parsed.items), settings.min_items)))
     outcome.failure = f"gates still failing after {settings.max_regenerations} generation attempt(s): {', '.join(kinds)}"
     return outcome

@@ -12,8 +12,9 @@ Rules (stated here once, summarised in docs/heuristic-provider.md):
     (three or more characters), referencing every such test; otherwise `generated` when the unit has
     concrete tokens (a deterministic check could be written); otherwise `judge`.
   * Category: the category whose cue word appears earliest in the unit; comprehension by default.
-  * Regeneration: told that the count gate failed low, clauses are split at '; ' and ', and ';
-    told it failed high, only units with concrete tokens are kept, in order, up to the maximum.
+  * Regeneration: told that the count gate failed low, every sentence of four or more words counts
+    (no cue needed) and clauses are split at '; ', ', and ', ' and then '; told it failed high, only
+    units with concrete tokens are kept, in order, up to the maximum.
 """
 
 from __future__ import annotations
@@ -110,7 +111,8 @@ def generate_checklist(inputs: dict[str, Any]) -> dict[str, Any]:
 
     candidates: list[tuple[str, list[str]]] = []
     for text, is_item, keys in _units(instruction):
-        if not _is_requirement(text, is_item):
+        relaxed = "count_low" in rejected and len(words(text)) >= 4
+        if not (_is_requirement(text, is_item) or relaxed):
             continue
         pieces = _split_clauses(text) if "count_low" in rejected else [text]
         for piece in pieces or [text]:

@@ -1,12 +1,13 @@
 """Heuristic item judging: search the displayed environment state for each item's anchors.
 
 Rules (summarised in docs/heuristic-provider.md):
-  * Anchors are the concrete tokens of the item text (see tokens.py). No anchor: Abstain.
+  * Anchors are the concrete tokens of the item text (see tokens.py), except bare alphabetic
+    words shorter than five letters (`unit`, `code`), which match too much prose. No anchor: Abstain.
   * Only tool-output and file-content events are searched; agent messages, tool calls and
     system events are never evidence, so a claim the agent only states earns nothing.
-  * A line mentioning an anchor is contrary when its event is an error result or the line
-    reads as a failure (traceback, error, no such file, not found, failed, ...); otherwise it
-    shows the anchor as state.
+  * A line mentioning an anchor is contrary when its event is an error result or the rest of the
+    line (the anchor itself removed, so `Restart=on-failure` is not a failure) reads as a failure
+    (traceback, error, no such file, not found, failed, ...); otherwise it shows the anchor as state.
   * Per anchor the latest mention in log order counts (a later fix overrides an earlier error).
   * No when some anchor's latest mention is contrary; Yes when at least half of the anchors
     (and at least one) are shown as state; else Abstain.
@@ -29,6 +30,10 @@ CONTRARY = re.compile(
 )
 
 
+def anchors_of(text: str) -> list[str]:
+    return [t for t in concrete_tokens(text) if not (t.isalpha() and len(t) < 5)]
+
+
 def _mentions(events: list[dict[str, Any]], anchor: str) -> list[tuple[int, str, bool]]:
     """(event index, verbatim line, contrary?) for every evidence line that contains the anchor."""
     needle = anchor.lower()
@@ -37,14 +42,15 @@ def _mentions(events: list[dict[str, Any]], anchor: str) -> list[tuple[int, str,
         if ev["kind"] not in EVIDENCE_KINDS:
             continue
         for line in ev["text"].splitlines():
-            if needle in line.lower():
-                contrary = bool(ev.get("is_error")) or bool(CONTRARY.search(line))
+            lowered = line.lower()
+            if needle in lowered:
+                contrary = bool(ev.get("is_error")) or bool(CONTRARY.search(lowered.replace(needle, " ")))
                 found.append((ev["index"], line.strip(), contrary))
     return found
 
 
 def judge_item(item: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, Any]:
-    anchors = concrete_tokens(item["text"])
+    anchors = anchors_of(item["text"])
     if not anchors:
         return {"item_id": item["item_id"], "label": "Abstain", "evidence": [],
                 "reason": "The item names no concrete path, literal, number or identifier to look for in the log."}

@@ -1,0 +1,16 @@
+"""`python -m gcpc.corpus`: the ingest stage, configured by params.yaml section `data`."""
+
+from pathlib import Path
+
+from gcpc.corpus.ingest import run
+from gcpc.params import load_params, section, stage_args
+
+
+def main() -> None:
+    args = stage_args("Ingest Harbor-format tasks and trials into canonical JSONL.")
+    pop = run(section(load_params(args.params), "data"), Path.cwd())
+    print(f"ingest: {pop['n_tasks']} tasks, {pop['n_trajectories']} trajectories, {pop['n_excluded']} excluded")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,237 @@
+"""Parse Claude Code logs into ordered, typed Events.
+
+Two formats share one record shape and one parser:
+
+* `--output-format stream-json` (`agent/claude-code.txt`): a `system`/`init` line, then
+  `assistant` and `user` lines (one content block per line), and a final `result` line;
+* the session transcript (`agent/sessions/projects/<dir>/<uuid>.jsonl`): `user`/`assistant`
+  records of the same shape plus bookkeeping records; the first user prompt is the task text.
+
+The event kind is what makes the log auditable: only `tool_output` and `file_content` events
+(what the environment displayed) may serve as evidence; everything the agent says or does
+(`agent_message`, `tool_call`) and harness text (`system`) may not. Hence: Read results are
+`file_content`, the final `result` line is the agent's own claim (`agent_message`), and the
+task prompt and injected skill texts are `system`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from gcpc.corpus.models import Event, EventKind, SourceRef
+
+SKIPPED_RECORD_TYPES = frozenset({"queue-operation", "summary", "file-history-snapshot"})
+"""Bookkeeping records with no content the agent or the environment produced."""
+
+FILE_READ_TOOLS = frozenset({"Read"})
+"""Tools whose result is the content of a file, not the output of a command."""
+
+_REMINDER = re.compile(r"\s*<system-reminder>.*?</system-reminder>\s*\Z", re.DOTALL)
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def format_tool_call(name: str, args: Any) -> str:
+    """Tool name plus a compact rendering of its input; written file text is kept in full."""
+    if not isinstance(args, dict):
+        return f"{name}: {_compact(args)}"
+    a = dict(args)
+    if name == "Bash" and isinstance(a.get("command"), str):
+        cmd = a.pop("command")
+        desc = a.pop("description", None)
+        head = f"Bash: {cmd}"
+        if desc:
+            head = f"Bash ({desc}): {cmd}"
+        return head + (f"\n{_compact(a)}" if a else "")
+    if name == "Write" and isinstance(a.get("content"), str):
+        content = a.pop("content")
+        path = a.pop("file_path", "?")
+        extra = f" {_compact(a)}" if a else ""
+        return f"Write: {path}{extra}\n{content}"
+    if name == "Edit" and isinstance(a.get("new_string"), str):
+        path = a.pop("file_path", "?")
+        old, new = a.pop("old_string", ""), a.pop("new_string")
+        extra = f" {_compact(a)}" if a else ""
+        return f"Edit: {path}{extra}\n<<<<<<< old\n{old}\n=======\n{new}\n>>>>>>> new"
+    if name == "MultiEdit" and isinstance(a.get("edits"), list):
+        path = a.pop("file_path", "?")
+        parts = [f"MultiEdit: {path}"]
+        for e in a.pop("edits"):
+            e = e if isinstance(e, dict) else {"edit": e}
+            parts.append(f"<<<<<<< old\n{e.get('old_string', '')}\n=======\n{e.get('new_string', '')}\n>>>>>>> new")
+        if a:
+            parts.append(_compact(a))
+        return "\n".join(parts)
+    if name == "Read" and isinstance(a.get("file_path"), str):
+        path = a.pop("file_path")
+        return f"Read: {path}" + (f" {_compact(a)}" if a else "")
+    return f"{name}: {_compact(a)}"
+
+
+def render_content(content: Any) -> str:
+    """Model-visible text of a tool result or message: strings as is, images as '[image]'."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, dict):
+        content = [content]
+    if not isinstance(content, list):
+        return _compact(content)
+    parts: list[str] = []
+    for block in content:
+        if isinstance(block, str):
+            parts.append(block)
+        elif isinstance(block, dict) and block.get("type") == "text":
+            parts.append(str(block.get("text", "")))
+        elif isinstance(block, dict) and block.get("type") == "image":
+            parts.append("[image]")
+        elif isinstance(block, dict):
+            parts.append(f"[{block.get('type', 'unknown')} block]")
+        else:
+            parts.append(_compact(block))
+    return "\n".join(parts)
+
+
+def _strip_reminder(text: str) -> str:
+    """Claude Code appends a fixed <system-reminder> to tool results; it is harness text."""
+    return _REMINDER.sub("", text)
+
+
+class _Builder:
+    def __init__(self, source_path: str):
+        self.source_path = source_path
+        self.events: list[Event] = []
+        self.tool_names: dict[str, str] = {}
+        self.seen_prompt = False
+
+    def add(self, kind: EventKind, text: str, line: int, *, tool: str | None = None, is_error: bool = False) -> None:
+        self.events.append(
+            Event(
+                index=len(self.events),
+                kind=kind,
+                text=text,
+                tool=tool,
+                is_error=is_error,
+                source=SourceRef(path=self.source_path, line=line),
+            )
+        )
+
+    def message_blocks(self, role: str, rec: dict[str, Any], line: int) -> None:
+        message = rec.get("message")
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str):
+            self.user_text(content, rec, line) if role == "user" else self.agent_text(content, line)
+            return
+        if not isinstance(content, list):
+            self.add(EventKind.SYSTEM, f"[{role} record without content] {_compact(message)}", line)
+            return
+        for block in content:
+            if not isinstance(block, dict):
+                self.add(EventKind.SYSTEM, f"[{role} block] {_compact(block)}", line)
+                continue
+            btype = block.get("type")
+            if btype == "text":
+                text = str(block.get("text", ""))
+                if role == "assistant":
+                    self.agent_text(text, line)
+                else:
+                    self.user_text(text, rec, line)
+            elif btype == "thinking":
+                self.agent_text(str(block.get("thinking", "")), line, prefix="(thinking) ")
+            elif btype == "redacted_thinking":
+                self.add(EventKind.AGENT_MESSAGE, "(thinking) [redacted]", line)
+            elif btype == "tool_use":
+                name = str(block.get("name", "?"))
+                if block.get("id"):
+                    self.tool_names[str(block["id"])] = name
+                self.add(EventKind.TOOL_CALL, format_tool_call(name, block.get("input")), line, tool=name)
+            elif btype == "tool_result":
+                name = self.tool_names.get(str(block.get("tool_use_id")))
+                is_error = bool(block.get("is_error"))
+                # a failed Read shows an error message, not the file
+                kind = EventKind.FILE_CONTENT if name in FILE_READ_TOOLS and not is_error else EventKind.TOOL_OUTPUT
+                text = _strip_reminder(render_content(block.get("content")))
+                self.add(kind, text, line, tool=name, is_error=is_error)
+            elif btype == "image":
+                self.add(EventKind.SYSTEM if role == "user" else EventKind.AGENT_MESSAGE, "[image]", line)
+            else:
+                self.add(EventKind.SYSTEM, f"[{role} {btype} block] {_compact(block)}", line)
+
+    def agent_text(self, text: str, line: int, prefix: str = "") -> None:
+        if text.strip():
+            self.add(EventKind.AGENT_MESSAGE, prefix + text, line)
+
+    def user_text(self, text: str, rec: dict[str, Any], line: int) -> None:
+        """User-side text is never evidence: the task prompt, injected skill texts, interruptions."""
+        if not text.strip():
+            return
+        first = not self.seen_prompt and not any(e.kind != EventKind.SYSTEM for e in self.events)
+        if first and not rec.get("isSynthetic") and not rec.get("isMeta"):
+            self.seen_prompt = True
+            self.add(EventKind.SYSTEM, f"[task prompt]\n{text}", line)
+        elif rec.get("isSynthetic") and text.startswith("Base directory for this skill:"):
+            self.add(EventKind.SYSTEM, f"[skill text loaded]\n{text}", line, tool="Skill")
+        else:
+            self.add(EventKind.SYSTEM, f"[user message]\n{text}", line)
+
+    def record(self, rec: Any, line: int) -> None:
+        if not isinstance(rec, dict):
+            self.add(EventKind.SYSTEM, f"[non-object record] {_compact(rec)}", line)
+            return
+        rtype = rec.get("type")
+        if rtype in SKIPPED_RECORD_TYPES:
+            return
+        if rtype in ("assistant", "user"):
+            self.message_blocks(rtype, rec, line)
+        elif rtype == "system" and rec.get("subtype") == "init":
+            parts = [f"cwd={rec.get('cwd')}"]
+            parts.append("tools=" + ",".join(map(str, rec.get("tools") or [])))
+            if "skills" in rec:
+                parts.append("skills=" + ",".join(map(str, rec.get("skills") or [])))
+            self.add(EventKind.SYSTEM, "[session init] " + "; ".join(parts), line)
+        elif rtype == "result":
+            if isinstance(rec.get("result"), str) and rec["result"].strip():
+                self.add(EventKind.AGENT_MESSAGE, f"(final result) {rec['result']}", line,
+                         is_error=bool(rec.get("is_error")))
+            else:
+                self.add(EventKind.SYSTEM, f"[result] subtype={rec.get('subtype')} is_error={rec.get('is_error')}",
+                         line, is_error=bool(rec.get("is_error")))
+        elif rtype == "system":
+            detail = rec.get("content") or rec.get("subtype") or ""
+            self.add(EventKind.SYSTEM, f"[system] {detail if isinstance(detail, str) else _compact(detail)}", line)
+        else:
+            body = {k: v for k, v in rec.items() if k not in ("uuid", "parentUuid", "sessionId", "timestamp")}
+            self.add(EventKind.SYSTEM, f"[{rtype}] {_compact(body)}", line)
+
+
+def parse_lines(lines: Iterable[str], source_path: str) -> list[Event]:
+    """Events from the lines of one log; `source_path` names the file in errors and SourceRefs."""
+    builder = _Builder(source_path)
+    for lineno, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        try:
+            rec = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{source_path}:{lineno}: malformed JSON line ({exc.msg})") from exc
+        builder.record(rec, lineno)
+    return builder.events
+
+
+def parse_log(path: str | Path, source_path: str | None = None) -> list[Event]:
+    """Parse one Claude Code log file (stream-json or session transcript)."""
+    path = Path(path)
+    label = source_path or path.as_posix()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{label}: agent log is not UTF-8 ({exc})") from exc
+    # split on "\n" only: str.splitlines() would also split at U+2028 etc. inside JSON strings
+    return parse_lines(text.split("\n"), label)

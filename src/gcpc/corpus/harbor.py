@@ -1,0 +1,304 @@
+"""Readers for the Harbor task and trial layouts (SkillsBench v1.1, Terminal-Bench 2.0).
+
+A task folder is read only through `instruction.md`, `task.toml` and `tests/`: the reference
+solution (`solution/`) and the environment must never reach checklist synthesis. A trial
+folder's agent log is read from `agent/` only; nothing under `verifier/` except the per-test
+results in `verifier/ctrf.json` is read, and those never become log events.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tomllib
+from datetime import date, datetime, time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from gcpc.corpus.claude_code import parse_log
+from gcpc.corpus.models import Event, Exclusion, Outcome, Task, Trajectory
+from gcpc.corpus.pytest_ast import collect_file
+
+MAX_VERIFIER_FILE_BYTES = 1_000_000
+"""Same 1 MB (10^6 bytes) cut-off the curated data used when copying verifier files."""
+
+CONDITIONS = {"tasks": "with_skills", "tasks-no-skills": "without_skills"}
+
+
+def display_path(path: Path, root: Path | Sequence[Path] | None) -> str:
+    """Path as recorded in outputs, so that they do not depend on the machine.
+
+    `root` is the corpus root, or several roots in order of preference (corpus root, then
+    repository root): the path is made relative to the first root that contains it, else
+    (lexically) to the last one.
+    """
+    if root is None:
+        return path.as_posix()
+    roots = [root] if isinstance(root, (str, Path)) else list(root)
+    target = os.path.abspath(path)
+    for r in roots:
+        base = os.path.abspath(r)
+        if target == base or target.startswith(base.rstrip(os.sep) + os.sep):
+            return Path(os.path.relpath(target, base)).as_posix()
+    return Path(os.path.relpath(target, os.path.abspath(roots[-1]))).as_posix()
+
+
+# --- tasks -------------------------------------------------------------------------------
+
+
+def _metadata_value(value: Any) -> str | int | float | bool | list[str] | None:
+    if isinstance(value, (str, int, float, bool)):
+        return value
+    if isinstance(value, (datetime, date, time)):
+        return value.isoformat()
+    if isinstance(value, list) and all(not isinstance(v, (dict, list)) for v in value):
+        return [v.isoformat() if isinstance(v, (datetime, date, time)) else str(v) for v in value]
+    raise TypeError(type(value).__name__)
+
+
+def _read_verifier_files(tests_dir: Path, label: str, notes: list[str]) -> dict[str, str]:
+    files: dict[str, str] = {}
+    real_tests = tests_dir.resolve()
+    for path in sorted(p for p in tests_dir.rglob("*") if p.is_file() or p.is_symlink()):
+        rel = path.relative_to(tests_dir).as_posix()
+        real = path.resolve()
+        if not real.is_relative_to(real_tests) or not real.is_file():
+            notes.append(f"{label}/tests/{rel}: skipped (link outside tests/ or not a file)")
+            continue
+        size = real.stat().st_size
+        if size > MAX_VERIFIER_FILE_BYTES:
+            notes.append(f"{label}/tests/{rel}: skipped (over 1 MB: {size} bytes)")
+            continue
+        data = real.read_bytes()
+        if b"\x00" in data:
+            notes.append(f"{label}/tests/{rel}: skipped (binary)")
+            continue
+        try:
+            files[rel] = data.decode("utf-8")
+        except UnicodeDecodeError:
+            notes.append(f"{label}/tests/{rel}: skipped (not UTF-8)")
+    return files
+
+
+def read_task(folder: str | Path, benchmark: str, *, root: Path | Sequence[Path] | None = None,
+              notes: list[str] | None = None) -> Task:
+    """One Harbor task folder -> Task. Reads instruction.md, task.toml and tests/ only.
+
+    Skipped verifier files (binary, non-UTF-8, over 1 MB) are appended to `notes`.
+    """
+    folder = Path(folder)
+    notes = notes if notes is not None else []
+    label = display_path(folder, root)
+    instruction_path = folder / "instruction.md"
+    if not instruction_path.is_file():
+        raise FileNotFoundError(f"{display_path(instruction_path, root)}: task instruction missing")
+    instruction = instruction_path.read_text(encoding="utf-8")
+
+    metadata: dict[str, Any] = {}
+    toml_path = folder / "task.toml"
+    if toml_path.is_file():
+        try:
+            config = tomllib.loads(toml_path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise ValueError(f"{display_path(toml_path, root)}: invalid TOML ({exc})") from exc
+        table = config.get("metadata", {})
+        if not isinstance(table, dict):
+            raise ValueError(f"{display_path(toml_path, root)}: [metadata] is not a table")
+        for key, value in table.items():
+            try:
+                metadata[key] = _metadata_value(value)
+            except TypeError as exc:
+                notes.append(f"{label}/task.toml: metadata key '{key}' dropped (unsupported {exc})")
+    else:
+        notes.append(f"{label}: no task.toml")
+
+    tests_dir = folder / "tests"
+    verifier_files: dict[str, str] = {}
+    tests = []
+    if tests_dir.is_dir():
+        verifier_files = _read_verifier_files(tests_dir, label, notes)
+        for path in sorted(tests_dir.rglob("test_*.py")):
+            if path.is_file() and path.resolve().is_relative_to(tests_dir.resolve()):
+                tests += collect_file(path, path.relative_to(tests_dir).as_posix())
+    else:
+        notes.append(f"{label}: no tests/ folder")
+
+    return Task(
+        benchmark=benchmark,
+        task_id=folder.name,
+        instruction=instruction,
+        metadata=metadata,
+        tests=tests,
+        verifier_files=verifier_files,
+        source_path=label,
+    )
+
+
+def read_tasks(tasks_dir: str | Path, benchmark: str, *, root: Path | Sequence[Path] | None = None,
+               notes: list[str] | None = None) -> list[Task]:
+    """Every task folder (non-hidden subfolder) of a benchmark's tasks directory, sorted by id."""
+    tasks_dir = Path(tasks_dir)
+    if not tasks_dir.is_dir():
+        raise FileNotFoundError(f"{display_path(tasks_dir, root)}: tasks directory not found")
+    folders = sorted(p for p in tasks_dir.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
+    return [read_task(f, benchmark, root=root, notes=notes) for f in folders]
+
+
+# --- trials ------------------------------------------------------------------------------
+
+
+def _load_json(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """(object, None), or (None, why) when missing, malformed or not an object."""
+    if not path.is_file():
+        return None, f"{path.name} missing"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        return None, f"{path.name} unreadable ({exc})"
+    if not isinstance(data, dict):
+        return None, f"{path.name} is not a JSON object"
+    return data, None
+
+
+def _get(obj: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(key)
+    return obj
+
+
+def condition_of(task_source: str | None) -> str:
+    """Harbor's task source names the condition: skills installed, removed, or self-generated."""
+    if task_source in CONDITIONS:
+        return CONDITIONS[task_source]
+    if task_source and "generate" in task_source:
+        return "self_generated"
+    return "unknown"
+
+
+def outcome_of(result: dict[str, Any] | None, missing_reason: str | None = None) -> Outcome:
+    """Official outcome: reward 1.0 PASS, 0.0 FAIL; anything else is 'other' with the reason."""
+    if result is None:
+        return Outcome(status="other", reason=missing_reason or "result.json missing")
+    raw = _get(result, "verifier_result", "rewards", "reward")
+    reward = float(raw) if isinstance(raw, (int, float)) and not isinstance(raw, bool) else None
+    if reward is not None and not math.isfinite(reward):
+        return Outcome(status="other", reason=f"non-finite reward {raw!r}")
+    exc = result.get("exception_info")
+    if exc:
+        etype = _get(exc, "exception_type") or "exception"
+        msg = str(_get(exc, "exception_message") or "").strip().splitlines()
+        detail = f": {msg[0][:200]}" if msg else ""
+        return Outcome(status="other", reward=reward, reason=f"exception_info set ({etype}{detail})")
+    if result.get("verifier_result") is None:
+        return Outcome(status="other", reason="verifier_result is null (verifier did not run)")
+    if reward is None:
+        return Outcome(status="other", reason=f"no numeric reward in verifier_result ({raw!r})")
+    if reward == 1.0:
+        return Outcome(status="PASS", reward=reward)
+    if reward == 0.0:
+        return Outcome(status="FAIL", reward=reward)
+    return Outcome(status="other", reward=reward, reason=f"partial reward {reward}")
+
+
+def read_test_results(trial: Path, notes: list[str] | None = None, label: str | None = None) -> dict[str, str]:
+    """Per-test status from verifier/ctrf.json (parametrized cases are collapsed there)."""
+    data, why = _load_json(trial / "verifier" / "ctrf.json")
+    if data is None:
+        if notes is not None and "missing" not in (why or ""):
+            notes.append(f"{label or trial.as_posix()}/verifier/ctrf.json: ignored ({why})")
+        return {}
+    tests = _get(data, "results", "tests")
+    if not isinstance(tests, list):
+        return {}
+    return {str(t["name"]): str(t.get("status")) for t in tests if isinstance(t, dict) and "name" in t}
+
+
+def find_agent_logs(trial: Path) -> list[Path]:
+    """The Claude Code log of a trial: stream-json if present, else the session transcript(s)."""
+    stream = trial / "agent" / "claude-code.txt"
+    if stream.is_file():
+        return [stream]
+    return sorted(p for p in (trial / "agent" / "sessions" / "projects").glob("*/*.jsonl") if p.is_file())
+
+
+def is_trial_folder(folder: Path) -> bool:
+    if not ((folder / "result.json").is_file() or (folder / "config.json").is_file()):
+        return False
+    if (folder / "agent").is_dir() or (folder / "verifier").is_dir():
+        return True
+    for name in ("config.json", "result.json"):
+        data, _ = _load_json(folder / name)
+        if data is not None and "trial_name" in data:
+            return True
+    # a job folder also holds config.json/result.json, but has trial folders below it
+    return not any(find_trial_folders(child) for child in folder.iterdir() if child.is_dir())
+
+
+def find_trial_folders(trials_dir: str | Path) -> list[Path]:
+    """Trial folders below a jobs directory, found recursively, sorted; job folders are descended."""
+    trials_dir = Path(trials_dir)
+    if not trials_dir.is_dir():
+        return []
+    if is_trial_folder(trials_dir):
+        return [trials_dir]
+    found: list[Path] = []
+    for child in sorted(p for p in trials_dir.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        found += find_trial_folders(child)
+    return sorted(found)
+
+
+def read_trial(folder: str | Path, benchmark: str, tasks_by_id: dict[str, Task] | None, *,
+               root: Path | Sequence[Path] | None = None, notes: list[str] | None = None) -> Trajectory | Exclusion:
+    """One Harbor trial folder -> Trajectory, or Exclusion saying why it cannot be used."""
+    folder = Path(folder)
+    label = display_path(folder, root)
+    config, config_why = _load_json(folder / "config.json")
+    result, result_why = _load_json(folder / "result.json")
+    cfg = config or _get(result, "config") or {}
+
+    task_path = _get(cfg, "task", "path")
+    task_id = _get(result, "task_name") or _get(cfg, "task", "name") or (
+        Path(str(task_path)).name if task_path else None)
+    if not task_id:
+        return Exclusion(path=label, reason=f"no task name: {config_why or 'config.json has no task'}; "
+                                            f"{result_why or 'result.json has no task_name'}")
+    task_id = str(task_id)
+    if tasks_by_id is not None and task_id not in tasks_by_id:
+        return Exclusion(path=label, reason=f"unknown task: '{task_id}' is not among the {benchmark} tasks")
+
+    logs = find_agent_logs(folder)
+    if not logs:
+        return Exclusion(path=label, reason="no agent log: neither agent/claude-code.txt nor "
+                                            "agent/sessions/projects/*/*.jsonl")
+    events: list[Event] = []
+    try:
+        for log in logs:
+            for event in parse_log(log, display_path(log, root)):
+                events.append(event.model_copy(update={"index": len(events)}))
+    except ValueError as exc:
+        return Exclusion(path=label, reason=f"unreadable agent log: {exc}")
+    if len(logs) > 1 and notes is not None:
+        notes.append(f"{label}: {len(logs)} session transcripts concatenated in path order")
+    if not events:
+        return Exclusion(path=label, reason="empty agent log: no events")
+
+    trial = str(_get(cfg, "trial_name") or _get(result, "trial_name") or folder.name)
+    job = folder.parent.name
+    return Trajectory(
+        trajectory_id=f"{benchmark}/{job}/{trial}",
+        benchmark=benchmark,
+        task_id=task_id,
+        harness=str(_get(cfg, "agent", "name") or "unknown"),
+        model=str(_get(cfg, "agent", "model_name") or "unknown"),
+        condition=condition_of(_get(cfg, "task", "source") or _get(result, "source")),
+        source=job,
+        trial=trial,
+        outcome=outcome_of(result, result_why),
+        test_results=read_test_results(folder, notes, label),
+        events=events,
+        source_path=label,
+    )

@@ -1,0 +1,134 @@
+"""End to end: `dvc repro` in a temporary clone of the repository, offline, on the demo corpus."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow
+
+
+def _run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, f"{' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return proc
+
+
+def _git_files(root: Path) -> list[str]:
+    out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], cwd=root,
+                         capture_output=True, text=True, check=True).stdout
+    return [f for f in out.split("\0") if f]
+
+
+@pytest.fixture(scope="module")
+def clone(tmp_path_factory) -> tuple[Path, dict[str, str]]:
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    dest = tmp_path_factory.mktemp("clone") / "gcpc"
+    for rel in _git_files(ROOT):
+        src = ROOT / rel
+        if src.is_file() and not rel.startswith(("data/processed/", "metrics/", "figures/")) and rel != "dvc.lock":
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+    env = dict(os.environ)
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    env.update(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
+    for args in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "clone"]):
+        _run(args, dest, env)
+    _run([str(Path(sys.executable).parent / "dvc"), "repro"], dest, env)
+    return dest, env
+
+
+def _declared_outs(dvc_yaml: dict, params: dict) -> list[str]:
+    outs: list[str] = []
+    for name, stage in dvc_yaml["stages"].items():
+        if "foreach" in stage:
+            for key, item in params["arm"].items():
+                outs += [o.replace("${key}", key) for o in stage["do"]["outs"]]
+            continue
+        for field in ("outs", "metrics", "plots"):
+            for o in stage.get(field, []):
+                outs.append(next(iter(o)) if isinstance(o, dict) else o)
+    return outs
+
+
+def test_every_declared_out_exists(clone):
+    root, _ = clone
+    dvc_yaml = yaml.safe_load((root / "dvc.yaml").read_text())
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    outs = _declared_outs(dvc_yaml, params)
+    assert len(outs) >= 12
+    missing = [o for o in outs if not (root / o).exists()]
+    assert not missing
+
+
+def _numbers(obj):
+    if isinstance(obj, dict):
+        for v in obj.values():
+            yield from _numbers(v)
+    elif isinstance(obj, list):
+        for v in obj:
+            yield from _numbers(v)
+    elif isinstance(obj, (int, float)) and not isinstance(obj, bool):
+        yield obj
+
+
+def test_every_metric_is_finite(clone):
+    root, _ = clone
+    files = sorted((root / "metrics").glob("*.json"))
+    assert {f.name for f in files} >= {"validate.json", "finalize.json", "rq1.json"}
+    for f in files:
+        values = list(_numbers(json.loads(f.read_text())))
+        assert values, f"{f.name} holds no numbers"
+        assert all(math.isfinite(v) for v in values), f.name
+    rq1 = json.loads((root / "metrics" / "rq1.json").read_text())
+    assert 0.0 <= rq1["gcpc"]["gcpc_plain"]["auc"] <= 1.0
+
+
+def test_second_repro_runs_no_stage(clone):
+    root, env = clone
+    proc = _run([str(Path(sys.executable).parent / "dvc"), "repro"], root, env)
+    assert "Running stage" not in proc.stdout
+    status = _run([str(Path(sys.executable).parent / "dvc"), "status"], root, env)
+    assert "up to date" in status.stdout
+
+
+def test_experiment_with_another_bootstrap_seed_is_listed(clone):
+    root, env = clone
+    dvc = str(Path(sys.executable).parent / "dvc")
+    _run(["git", "add", "-A"], root, env)
+    _run(["git", "commit", "-qm", "baseline results"], root, env)
+    _run([dvc, "exp", "run", "-S", "analysis.bootstrap.seed=1", "-n", "seed1"], root, env)
+    shown = json.loads(_run([dvc, "exp", "show", "--json"], root, env).stdout)
+    text = json.dumps(shown)
+    assert "seed1" in text and "metrics/rq1.json" in text
+
+
+def _tree_digest(root: Path) -> dict[str, str]:
+    import hashlib
+
+    out = {}
+    for base in ("data/processed", "metrics", "figures"):
+        for f in sorted((root / base).rglob("*")):
+            if f.is_file() and f.name != ".gitignore":
+                out[str(f.relative_to(root))] = hashlib.sha256(f.read_bytes()).hexdigest()
+    return out
+
+
+def test_forced_rebuild_is_byte_identical(clone):
+    root, env = clone
+    before = _tree_digest(root)
+    _run([str(Path(sys.executable).parent / "dvc"), "repro", "--force"], root, env)
+    after = _tree_digest(root)
+    assert before.keys() == after.keys()
+    changed = [k for k in before if before[k] != after[k]]
+    assert not changed

@@ -64,7 +64,7 @@ def test_stream_json_kinds_and_order():
     assert [e.source.line for e in events] == [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]
     assert all(e.source.path == "jobs/j/t/agent/claude-code.txt" for e in events)
     init = events[0].text
-    assert "cwd=/root" in init and "Bash" in init and "docx" in init
+    assert "cwd=/root" in init and "Bash" in init and "docx" not in init  # skills list = condition, hidden
     bash_out = events[5]
     assert bash_out.is_error and bash_out.tool == "Bash"
     read_out = events[6]

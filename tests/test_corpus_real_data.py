@@ -80,3 +80,33 @@ def test_ingest_real_corpus(data):
     result = ingest({"name": "real", "benchmark": "skillsbench", "tasks_dir": "skillsbench/tasks",
                      "trials_dirs": ["skillsbench/trajectories/xiangyi-completed"]}, data)
     assert len(result.trajectories) == 24 and not result.exclusions
+
+
+def test_real_claude_code_stream_json_content(data):
+    from gcpc.corpus.claude_code import parse_log
+
+    log = data / "skillsbench/trajectories/xiangyi-completed/withskills-claude-code/3d-scan-calc__bMCJZaG/agent/claude-code.txt"
+    events = parse_log(log, "claude-code.txt")
+    calls = [e for e in events if e.kind.value == "tool_call"]
+    assert calls[2].text.startswith("Bash (Run Python script to analyze STL mesh and calculate mass): "
+                                    "cat << 'EOF' > /root/calculate_mass.py")
+    out = events[calls[2].index + 1]
+    assert (out.kind.value, out.tool, out.text.split("\n")[0]) == ("tool_output", "Bash", "Volume: 6242.890312594918")
+    assert (calls[2].source.line, out.source.line) == (9, 10)
+    raw = log.read_bytes()
+    assert raw[out.source.byte_start:out.source.byte_end].startswith(b'{"type":"user"')
+
+
+def test_real_claude_code_session_transcript_content(data):
+    from gcpc.corpus.claude_code import parse_log
+
+    folder = data / "skillsbench/trajectories/xiangyi-completed/without-claude-code/3d-scan-calc__o5Q6AC8"
+    (log,) = sorted((folder / "agent/sessions/projects/-root").glob("*.jsonl"))
+    events = parse_log(log, "session.jsonl")
+    calls = [e for e in events if e.kind.value == "tool_call"]
+    assert calls[2].text == "Bash (Check STL file size): ls -la /root/scan_data.stl"
+    # parallel calls: the results come after all three calls; the third call's result is event 6
+    assert events[6].tool == "Bash" and events[6].text.split("\n")[0] == (
+        "-rw-r--r-- 1 root root 17684 Jan 25 20:43 /root/scan_data.stl")
+    assert events[4].kind.value == "file_content" and events[4].text.startswith("     1\u2192# Proprietary Material")
+    assert events[0].text.startswith("[task prompt]\nYou need to calculate the mass of a 3D printed part.")

@@ -110,8 +110,10 @@ class _Builder:
         self.events: list[Event] = []
         self.tool_names: dict[str, str] = {}
         self.seen_prompt = False
+        self.span: tuple[int, int] | None = None  # byte span of the record being read, when known
 
     def add(self, kind: EventKind, text: str, line: int, *, tool: str | None = None, is_error: bool = False) -> None:
+        start, end = self.span if self.span else (None, None)
         self.events.append(
             Event(
                 index=len(self.events),
@@ -119,7 +121,7 @@ class _Builder:
                 text=text,
                 tool=tool,
                 is_error=is_error,
-                source=SourceRef(path=self.source_path, line=line),
+                source=SourceRef(path=self.source_path, line=line, byte_start=start, byte_end=end),
             )
         )
 
@@ -193,8 +195,8 @@ class _Builder:
         elif rtype == "system" and rec.get("subtype") == "init":
             parts = [f"cwd={rec.get('cwd')}"]
             parts.append("tools=" + ",".join(map(str, rec.get("tools") or [])))
-            if "skills" in rec:
-                parts.append("skills=" + ",".join(map(str, rec.get("skills") or [])))
+            # The init record's model and skills list are run configuration (model, skill condition):
+            # judges must not see them, so they are not part of the event. Skill *use* stays visible.
             self.add(EventKind.SYSTEM, "[session init] " + "; ".join(parts), line)
         elif rtype == "result":
             if isinstance(rec.get("result"), str) and rec["result"].strip():
@@ -211,10 +213,15 @@ class _Builder:
             self.add(EventKind.SYSTEM, f"[{rtype}] {_compact(body)}", line)
 
 
-def parse_lines(lines: Iterable[str], source_path: str) -> list[Event]:
-    """Events from the lines of one log; `source_path` names the file in errors and SourceRefs."""
+def parse_lines(lines: Iterable[str], source_path: str, spans: Iterable[tuple[int, int]] | None = None) -> list[Event]:
+    """Events from the lines of one log; `source_path` names the file in errors and SourceRefs.
+
+    `spans`, when given, are the byte spans of the lines in their file (recorded in SourceRefs).
+    """
     builder = _Builder(source_path)
+    span_iter = iter(spans) if spans is not None else None
     for lineno, raw in enumerate(lines, 1):
+        builder.span = next(span_iter, None) if span_iter is not None else None
         if not raw.strip():
             continue
         try:
@@ -225,13 +232,26 @@ def parse_lines(lines: Iterable[str], source_path: str) -> list[Event]:
     return builder.events
 
 
+def split_lines(data: bytes, source_path: str) -> tuple[list[str], list[tuple[int, int]]]:
+    """UTF-8 lines (split on "\n" only) and their byte spans; a non-UTF-8 line is an error naming it."""
+    lines: list[str] = []
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    for lineno, raw in enumerate(data.split(b"\n"), 1):
+        try:
+            lines.append(raw.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{source_path}:{lineno}: agent log is not UTF-8 ({exc.reason} at byte "
+                             f"{pos + exc.start})") from exc
+        spans.append((pos, pos + len(raw)))
+        pos += len(raw) + 1
+    return lines, spans
+
+
 def parse_log(path: str | Path, source_path: str | None = None) -> list[Event]:
     """Parse one Claude Code log file (stream-json or session transcript)."""
     path = Path(path)
     label = source_path or path.as_posix()
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{label}: agent log is not UTF-8 ({exc})") from exc
     # split on "\n" only: str.splitlines() would also split at U+2028 etc. inside JSON strings
-    return parse_lines(text.split("\n"), label)
+    lines, spans = split_lines(path.read_bytes(), label)
+    return parse_lines(lines, label, spans)

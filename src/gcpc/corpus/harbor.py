@@ -17,9 +17,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from gcpc.corpus.atif import parse_atif_file
 from gcpc.corpus.claude_code import parse_log
 from gcpc.corpus.models import Event, Exclusion, Outcome, Task, Trajectory
 from gcpc.corpus.pytest_ast import collect_file
+from gcpc.corpus.size import log_size
+
+CTRF_STATUSES = frozenset({"passed", "failed", "skipped", "pending", "other"})
+"""Test statuses the CTRF schema allows."""
 
 MAX_VERIFIER_FILE_BYTES = 1_000_000
 """Same 1 MB (10^6 bytes) cut-off the curated data used when copying verifier files."""
@@ -205,24 +210,57 @@ def outcome_of(result: dict[str, Any] | None, missing_reason: str | None = None)
 
 
 def read_test_results(trial: Path, notes: list[str] | None = None, label: str | None = None) -> dict[str, str]:
-    """Per-test status from verifier/ctrf.json (parametrized cases are collapsed there)."""
+    """Per-test status from verifier/ctrf.json (parametrized cases are collapsed there).
+
+    Entries without a name or with a status outside the CTRF schema are left out, and a note
+    names the file, the entry and the field.
+    """
+    where = f"{label or trial.as_posix()}/verifier/ctrf.json"
     data, why = _load_json(trial / "verifier" / "ctrf.json")
     if data is None:
         if notes is not None and "missing" not in (why or ""):
-            notes.append(f"{label or trial.as_posix()}/verifier/ctrf.json: ignored ({why})")
+            notes.append(f"{where}: ignored ({why})")
         return {}
     tests = _get(data, "results", "tests")
     if not isinstance(tests, list):
+        if notes is not None:
+            notes.append(f"{where}: field results.tests is missing or not a list; no per-test results")
         return {}
-    return {str(t["name"]): str(t.get("status")) for t in tests if isinstance(t, dict) and "name" in t}
+    out: dict[str, str] = {}
+    for i, t in enumerate(tests):
+        if not isinstance(t, dict) or "name" not in t:
+            if notes is not None:
+                notes.append(f"{where}: results.tests[{i}] has no 'name'; entry left out")
+            continue
+        status = t.get("status")
+        if status not in CTRF_STATUSES:
+            if notes is not None:
+                notes.append(f"{where}: results.tests[{i}].status is {status!r}, not a CTRF status "
+                             f"({', '.join(sorted(CTRF_STATUSES))}); test {t['name']!r} left out")
+            continue
+        out[str(t["name"])] = str(status)
+    return out
 
 
 def find_agent_logs(trial: Path) -> list[Path]:
-    """The Claude Code log of a trial: stream-json if present, else the session transcript(s)."""
+    """The agent log of a trial: Claude Code stream-json if present, else its session transcript(s),
+    else an ATIF `agent/trajectory.json`."""
     stream = trial / "agent" / "claude-code.txt"
     if stream.is_file():
         return [stream]
-    return sorted(p for p in (trial / "agent" / "sessions" / "projects").glob("*/*.jsonl") if p.is_file())
+    sessions = sorted(p for p in (trial / "agent" / "sessions" / "projects").glob("*/*.jsonl") if p.is_file())
+    if sessions:
+        return sessions
+    atif = trial / "agent" / "trajectory.json"
+    return [atif] if atif.is_file() else []
+
+
+def log_format_of(path: Path) -> str:
+    if path.name == "trajectory.json":
+        return "atif"
+    if path.suffix == ".jsonl":
+        return "claude-code-session"
+    return "claude-code-stream-json"
 
 
 def is_trial_folder(folder: Path) -> bool:
@@ -252,7 +290,8 @@ def find_trial_folders(trials_dir: str | Path) -> list[Path]:
 
 
 def read_trial(folder: str | Path, benchmark: str, tasks_by_id: dict[str, Task] | None, *,
-               root: Path | Sequence[Path] | None = None, notes: list[str] | None = None) -> Trajectory | Exclusion:
+               root: Path | Sequence[Path] | None = None, notes: list[str] | None = None,
+               render_max_chars: int | None = None) -> Trajectory | Exclusion:
     """One Harbor trial folder -> Trajectory, or Exclusion saying why it cannot be used."""
     folder = Path(folder)
     label = display_path(folder, root)
@@ -265,35 +304,51 @@ def read_trial(folder: str | Path, benchmark: str, tasks_by_id: dict[str, Task] 
         Path(str(task_path)).name if task_path else None)
     if not task_id:
         return Exclusion(path=label, reason=f"no task name: {config_why or 'config.json has no task'}; "
-                                            f"{result_why or 'result.json has no task_name'}")
+                                            f"{result_why or 'result.json has no task_name'}",
+                         benchmark=benchmark, source=folder.parent.name)
     task_id = str(task_id)
     if tasks_by_id is not None and task_id not in tasks_by_id:
-        return Exclusion(path=label, reason=f"unknown task: '{task_id}' is not among the {benchmark} tasks")
+        return Exclusion(path=label, reason=f"unknown task: '{task_id}' is not among the {benchmark} tasks",
+                         benchmark=benchmark, source=folder.parent.name, task_id=task_id)
 
     logs = find_agent_logs(folder)
     if not logs:
-        return Exclusion(path=label, reason="no agent log: neither agent/claude-code.txt nor "
-                                            "agent/sessions/projects/*/*.jsonl")
+        return Exclusion(path=label, reason="no agent log: neither agent/claude-code.txt, "
+                                            "agent/sessions/projects/*/*.jsonl nor agent/trajectory.json",
+                         benchmark=benchmark, source=folder.parent.name, task_id=task_id)
     events: list[Event] = []
+    raws: list[bytes] = []
+    atif_meta: dict[str, Any] = {}
     try:
         for log in logs:
-            for event in parse_log(log, display_path(log, root)):
+            if log.name == "trajectory.json":
+                parsed, atif_meta, raw = parse_atif_file(log, display_path(log, root))
+            else:
+                raw = log.read_bytes()
+                parsed = parse_log(log, display_path(log, root))
+            raws.append(raw)
+            for event in parsed:
                 events.append(event.model_copy(update={"index": len(events)}))
     except ValueError as exc:
-        return Exclusion(path=label, reason=f"unreadable agent log: {exc}")
+        return Exclusion(path=label, reason=f"unreadable agent log: {exc}", benchmark=benchmark,
+                         source=folder.parent.name, task_id=task_id)
     if len(logs) > 1 and notes is not None:
         notes.append(f"{label}: {len(logs)} session transcripts concatenated in path order")
     if not events:
-        return Exclusion(path=label, reason="empty agent log: no events")
+        return Exclusion(path=label, reason=f"empty agent log: no events in {display_path(logs[0], root)}",
+                         benchmark=benchmark, source=folder.parent.name, task_id=task_id)
 
     trial = str(_get(cfg, "trial_name") or _get(result, "trial_name") or folder.name)
     job = folder.parent.name
+    model = _get(cfg, "agent", "model_name") or atif_meta.get("model_name") or "unknown"
+    harness = _get(cfg, "agent", "name") or atif_meta.get("agent_name") or "unknown"
+    size = log_size(raws, events) if render_max_chars is None else log_size(raws, events, render_max_chars)
     return Trajectory(
         trajectory_id=f"{benchmark}/{job}/{trial}",
         benchmark=benchmark,
         task_id=task_id,
-        harness=str(_get(cfg, "agent", "name") or "unknown"),
-        model=str(_get(cfg, "agent", "model_name") or "unknown"),
+        harness=str(harness),
+        model=str(model),
         condition=condition_of(_get(cfg, "task", "source") or _get(result, "source")),
         source=job,
         trial=trial,
@@ -301,4 +356,7 @@ def read_trial(folder: str | Path, benchmark: str, tasks_by_id: dict[str, Task] 
         test_results=read_test_results(folder, notes, label),
         events=events,
         source_path=label,
+        log_format=log_format_of(logs[0]),
+        log_files=[display_path(log, root) for log in logs],
+        size=size,
     )

@@ -7,14 +7,16 @@ on the machine (paths are relative to the corpus root).
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gcpc.corpus.harbor import display_path, find_trial_folders, read_tasks, read_trial
-from gcpc.corpus.models import Exclusion, Task, Trajectory
+from gcpc.corpus.models import EVIDENCE_KINDS, Exclusion, Task, Trajectory
 from gcpc.corpus.render import render_log
+from gcpc.corpus.size import TOKENIZER
 from gcpc.io import sha256_text, write_json, write_jsonl, write_text
 
 DEFAULT_OUT_DIR = "data/processed/ingest"
@@ -43,40 +45,44 @@ def log_fingerprint(trajectory: Trajectory) -> str:
 
 
 def dedupe(trajectories: list[Trajectory]) -> tuple[list[Trajectory], list[Exclusion]]:
-    """Collapse identical trajectories; the first by trajectory_id is kept."""
+    """Collapse identical trajectories (same benchmark, task and full rendered log); the first by id is kept."""
     kept: list[Trajectory] = []
     dropped: list[Exclusion] = []
-    seen_fp: dict[str, str] = {}
+    seen_fp: dict[str, Trajectory] = {}
     seen_id: set[str] = set()
     for t in sorted(trajectories, key=lambda t: (t.trajectory_id, t.source_path)):
+        meta = {"benchmark": t.benchmark, "source": t.source, "task_id": t.task_id}
         if t.trajectory_id in seen_id:
-            dropped.append(Exclusion(path=t.source_path, reason=f"duplicate id: {t.trajectory_id} already read"))
+            dropped.append(Exclusion(path=t.source_path, reason=f"duplicate id: {t.trajectory_id} already read",
+                                     duplicate_of=t.trajectory_id, **meta))
             continue
         fp = log_fingerprint(t)
         if fp in seen_fp:
-            dropped.append(Exclusion(path=t.source_path, reason=f"duplicate: same task and log as {seen_fp[fp]}"))
+            first = seen_fp[fp]
+            differ = (f" (outcomes differ: {first.outcome.status} kept, {t.outcome.status} dropped)"
+                      if first.outcome.status != t.outcome.status else "")
+            dropped.append(Exclusion(path=t.source_path, reason=f"duplicate: same task and log as "
+                                                                f"{first.trajectory_id}{differ}",
+                                     duplicate_of=first.trajectory_id, **meta))
             continue
-        seen_fp[fp] = t.trajectory_id
+        seen_fp[fp] = t
         seen_id.add(t.trajectory_id)
         kept.append(t)
     return kept, dropped
 
 
-def ingest(corpus_cfg: dict[str, Any], root: Path) -> IngestResult:
-    """Read one corpus: {name, benchmark, tasks_dir, trials_dirs[, root]}; dirs relative to `root`.
+FORMATS = ("harbor", "terminal-bench-1", "swe-bench")
+"""Corpus formats a `data` config may name with its `format` key (default: harbor)."""
 
-    Recorded paths are relative to the corpus root (`root/<corpus_cfg.root>` when given,
-    else `root`), or to `root` for files outside it.
-    """
-    root = Path(root)
-    benchmark = str(_required(corpus_cfg, "benchmark"))
-    name = str(corpus_cfg.get("name") or benchmark)
-    roots = [root / corpus_cfg["root"], root] if corpus_cfg.get("root") else [root]
+
+def _read_harbor(cfg: dict[str, Any], root: Path, roots: list[Path]) -> tuple[list[Task], list[Trajectory],
+                                                                             list[Exclusion], list[str]]:
+    benchmark = str(_required(cfg, "benchmark"))
+    name = str(cfg.get("name") or benchmark)
     notes: list[str] = []
-    tasks = read_tasks(root / _required(corpus_cfg, "tasks_dir"), benchmark, root=roots, notes=notes)
+    tasks = read_tasks(root / _required(cfg, "tasks_dir"), benchmark, root=roots, notes=notes)
     tasks_by_id = {t.task_id: t for t in tasks}
-
-    trials_dirs = corpus_cfg.get("trials_dirs") or []
+    trials_dirs = cfg.get("trials_dirs") or []
     if isinstance(trials_dirs, str):
         trials_dirs = [trials_dirs]
     folders: set[Path] = set()
@@ -85,12 +91,42 @@ def ingest(corpus_cfg: dict[str, Any], root: Path) -> IngestResult:
         if not path.is_dir():
             raise FileNotFoundError(f"corpus {name!r}: trials directory {display_path(path, roots)} not found")
         folders.update(find_trial_folders(path))
-
     trajectories: list[Trajectory] = []
     exclusions: list[Exclusion] = []
     for folder in sorted(folders):
-        item = read_trial(folder, benchmark, tasks_by_id, root=roots, notes=notes)
+        item = read_trial(folder, benchmark, tasks_by_id, root=roots, notes=notes,
+                          render_max_chars=cfg.get("render_max_chars"))
         (exclusions if isinstance(item, Exclusion) else trajectories).append(item)
+    return tasks, trajectories, exclusions, notes
+
+
+def ingest(corpus_cfg: dict[str, Any], root: Path) -> IngestResult:
+    """Read one corpus: {name, benchmark, tasks_dir, trials_dirs[, root][, format]}; dirs relative to `root`.
+
+    `format` selects the reader: `harbor` (default; Harbor task and trial folders, also a
+    tasks-only corpus without `trials_dirs`), `terminal-bench-1` (`trials_dirs` are folders of
+    leaderboard runs) or `swe-bench` (`tasks_file` with SWE-bench instances, `trials_dirs` with
+    SWE-agent `.traj` files, optional `reports_dirs` with evaluation reports).
+    Recorded paths are relative to the corpus root (`root/<corpus_cfg.root>` when given,
+    else `root`), or to `root` for files outside it.
+    """
+    root = Path(root)
+    fmt = str(corpus_cfg.get("format") or "harbor")
+    if fmt not in FORMATS:
+        raise ValueError(f"corpus config {corpus_cfg.get('name', '?')!r}: unknown format {fmt!r} "
+                         f"(one of {', '.join(FORMATS)})")
+    if fmt == "terminal-bench-1":
+        from gcpc.corpus.terminal_bench1 import BENCHMARK, read_corpus
+        corpus_cfg = {"benchmark": BENCHMARK, **corpus_cfg}
+    elif fmt == "swe-bench":
+        from gcpc.corpus.swe_bench import read_corpus
+        corpus_cfg = {"benchmark": "swe-bench-verified", **corpus_cfg}
+    else:
+        read_corpus = _read_harbor
+    benchmark = str(_required(corpus_cfg, "benchmark"))
+    name = str(corpus_cfg.get("name") or benchmark)
+    roots = [root / corpus_cfg["root"], root] if corpus_cfg.get("root") else [root]
+    tasks, trajectories, exclusions, notes = read_corpus(corpus_cfg, root, roots)
     trajectories, duplicates = dedupe(trajectories)
     return IngestResult(
         corpora=[name],
@@ -127,25 +163,89 @@ def reason_category(reason: str) -> str:
     return reason.split(":", 1)[0].strip()
 
 
+def _has_evidence(t: Trajectory) -> bool:
+    return any(e.kind in EVIDENCE_KINDS for e in t.events)
+
+
 def population(result: IngestResult) -> dict[str, Any]:
+    """Counts of the ingested population; every exclusion and duplicate is also listed in the Markdown."""
     counts: dict[str, dict[str, dict[str, int]]] = defaultdict(lambda: defaultdict(lambda: dict.fromkeys(OUTCOMES, 0)))
     for t in result.trajectories:
         counts[t.benchmark][t.condition][t.outcome.status] += 1
     by_benchmark = Counter(t.benchmark for t in result.tasks)
-    tests_by_benchmark = Counter()
+    tests_by_benchmark: Counter[str] = Counter()
+    absent: Counter[str] = Counter()
     for t in result.tasks:
         tests_by_benchmark[t.benchmark] += len(t.tests)
+        if t.provenance.get("verifier_source") == "absent":
+            absent[t.benchmark] += 1
+    by_source: dict[str, dict[str, Any]] = {}
+
+    def src(benchmark: str | None, source: str | None) -> dict[str, Any]:
+        key = f"{benchmark or '?'}/{source or '?'}"
+        return by_source.setdefault(key, {"trajectories": 0, **dict.fromkeys(OUTCOMES, 0), "zero_evidence": 0,
+                                          "excluded": {}, "duplicates": 0})
+
+    for t in result.trajectories:
+        row = src(t.benchmark, t.source)
+        row["trajectories"] += 1
+        row[t.outcome.status] += 1
+        row["zero_evidence"] += 0 if _has_evidence(t) else 1
+    for e in result.exclusions:
+        row = src(e.benchmark, e.source)
+        cat = reason_category(e.reason)
+        if e.duplicate_of is not None or cat.startswith("duplicate"):
+            row["duplicates"] += 1
+        else:
+            row["excluded"][cat] = row["excluded"].get(cat, 0) + 1
+    for row in by_source.values():
+        row["excluded"] = dict(sorted(row["excluded"].items()))
+    other_reasons = Counter(f"{t.benchmark}: {_other_category(t.outcome.reason)}"
+                            for t in result.trajectories if t.outcome.status == "other")
+    formats: dict[str, dict[str, int]] = {}
+    for t in result.trajectories:
+        f = formats.setdefault(t.log_format or "unknown", {"trajectories": 0, "raw_tokens": 0, "rendered_tokens": 0,
+                                                           "zero_evidence": 0})
+        f["trajectories"] += 1
+        f["zero_evidence"] += 0 if _has_evidence(t) else 1
+        if t.size is not None:
+            f["raw_tokens"] += t.size.raw_tokens
+            f["rendered_tokens"] += t.size.rendered_tokens
     return {
         "corpora": result.corpora,
         "n_tasks": len(result.tasks),
         "n_tasks_by_benchmark": dict(sorted(by_benchmark.items())),
         "n_tests_by_benchmark": dict(sorted(tests_by_benchmark.items())),
+        "n_tasks_verifier_source_absent": dict(sorted(absent.items())),
         "n_trajectories": len(result.trajectories),
+        "n_zero_evidence": sum(not _has_evidence(t) for t in result.trajectories),
         "n_excluded": len(result.exclusions),
+        "n_duplicates": sum(e.duplicate_of is not None or reason_category(e.reason).startswith("duplicate")
+                            for e in result.exclusions),
         "excluded_by_reason": dict(sorted(Counter(reason_category(e.reason) for e in result.exclusions).items())),
         "counts": {b: {c: dict(o) for c, o in sorted(conds.items())} for b, conds in sorted(counts.items())},
+        "by_source": dict(sorted(by_source.items())),
+        "outcome_other_by_reason": dict(sorted(other_reasons.items())),
+        "log_formats": dict(sorted(formats.items())),
+        "tokenizer": TOKENIZER,
         "notes": result.notes,
     }
+
+
+def _other_category(reason: str | None) -> str:
+    """'is_resolved is null: no verdict (failure_mode=parse_error, ...)' -> 'is_resolved is null (failure_mode=parse_error)'."""
+    if not reason:
+        return "unspecified"
+    head = reason.split(":", 1)[0].strip()
+    fm = re.search(r"failure_mode=([\w-]+)", reason)
+    if fm:
+        return f"{head} (failure_mode={fm.group(1)})"
+    exc = re.search(r"exception_info set \(([\w.]+)", reason)
+    if exc:
+        return f"exception_info set ({exc.group(1)})"
+    if head.startswith("partial reward"):
+        return "partial reward"
+    return head
 
 
 def _cell(text: str) -> str:
@@ -158,9 +258,12 @@ def population_markdown(pop: dict[str, Any], exclusions: list[Exclusion]) -> str
     lines.append("")
     lines.append(f"- tasks: {pop['n_tasks']} "
                  + "(" + ", ".join(f"{b}: {n} tasks, {pop['n_tests_by_benchmark'].get(b, 0)} tests"
+                                   + (f", verifier source absent in {pop['n_tasks_verifier_source_absent'][b]}"
+                                      if pop["n_tasks_verifier_source_absent"].get(b) else "")
                                    for b, n in pop["n_tasks_by_benchmark"].items()) + ")")
-    lines.append(f"- trajectories: {pop['n_trajectories']}")
-    lines.append(f"- excluded: {pop['n_excluded']}")
+    lines.append(f"- trajectories: {pop['n_trajectories']} ({pop['n_zero_evidence']} with no evidence event: "
+                 "no tool output or file content)")
+    lines.append(f"- excluded: {pop['n_excluded']} (of which {pop['n_duplicates']} duplicates)")
     lines += ["", "## Trajectories by benchmark, condition and outcome", ""]
     lines.append("| benchmark | condition | " + " | ".join(OUTCOMES) + " | total |")
     lines.append("|---|---|" + "---:|" * (len(OUTCOMES) + 1))
@@ -168,12 +271,33 @@ def population_markdown(pop: dict[str, Any], exclusions: list[Exclusion]) -> str
         for c, outcomes in conds.items():
             row = [str(outcomes[o]) for o in OUTCOMES]
             lines.append(f"| {b} | {c} | " + " | ".join(row) + f" | {sum(outcomes.values())} |")
+    lines += ["", "## By source (job or run)", "",
+              "| benchmark/source | trajectories | PASS | FAIL | other | no evidence | duplicates | excluded |",
+              "|---|---:|---:|---:|---:|---:|---:|---|"]
+    for key, row in pop["by_source"].items():
+        excl = ", ".join(f"{k}: {v}" for k, v in row["excluded"].items()) or "-"
+        lines.append(f"| {_cell(key)} | {row['trajectories']} | {row['PASS']} | {row['FAIL']} | {row['other']} | "
+                     f"{row['zero_evidence']} | {row['duplicates']} | {_cell(excl)} |")
+    if pop["outcome_other_by_reason"]:
+        lines += ["", "## Outcome 'other' (kept, excluded from PASS/FAIL analyses)", "", "| reason | n |", "|---|---:|"]
+        for reason, n in pop["outcome_other_by_reason"].items():
+            lines.append(f"| {_cell(reason)} | {n} |")
+    lines += ["", f"## Log formats (tokens estimated as {pop['tokenizer']})", "",
+              "| format | trajectories | no evidence | raw tokens | rendered tokens |", "|---|---:|---:|---:|---:|"]
+    for fmt, row in pop["log_formats"].items():
+        lines.append(f"| {fmt} | {row['trajectories']} | {row['zero_evidence']} | {row['raw_tokens']} | "
+                     f"{row['rendered_tokens']} |")
     lines += ["", "## Exclusions by reason", "", "| reason | n |", "|---|---:|"]
     for reason, n in pop["excluded_by_reason"].items():
         lines.append(f"| {_cell(reason)} | {n} |")
+    dups = [e for e in exclusions if e.duplicate_of is not None or reason_category(e.reason).startswith("duplicate")]
+    lines += ["", "## Duplicates removed", "", "| path | duplicate of | reason |", "|---|---|---|"]
+    for e in dups:
+        lines.append(f"| {_cell(e.path)} | {_cell(e.duplicate_of or '')} | {_cell(e.reason)} |")
     lines += ["", "## Excluded trials", "", "| path | reason |", "|---|---|"]
     for e in exclusions:
-        lines.append(f"| {_cell(e.path)} | {_cell(e.reason)} |")
+        if e not in dups:
+            lines.append(f"| {_cell(e.path)} | {_cell(e.reason)} |")
     if pop["notes"]:
         lines += ["", "## Notes", ""]
         lines += [f"- {_cell(n)}" for n in pop["notes"]]
@@ -196,7 +320,7 @@ def corpora_from_params(data: dict[str, Any]) -> list[dict[str, Any]]:
     """The `data` section is one corpus config, or has `corpora`: a list or a mapping name -> config."""
     corpora = data.get("corpora")
     if corpora is None:
-        if "tasks_dir" not in data:
+        if "tasks_dir" not in data and "tasks_file" not in data and "trials_dirs" not in data:
             raise KeyError("params.yaml: section 'data' needs 'tasks_dir' (one corpus) or 'corpora'")
         return [{k: v for k, v in data.items() if k != "out_dir"}]
     if isinstance(corpora, dict):

@@ -34,6 +34,10 @@ class Task(Frozen):
     tests: list[VerifierTest] = Field(default_factory=list)
     verifier_files: dict[str, str] = Field(default_factory=dict, description="relative path -> text")
     source_path: str
+    provenance: dict[str, str] = Field(
+        default_factory=dict,
+        description="where instruction, tests and verifier come from; 'verifier_source': 'absent' when the "
+                    "verifier's code is not in the data (test ids then come from reported results only)")
 
 
 class EventKind(StrEnum):
@@ -51,6 +55,9 @@ EVIDENCE_KINDS = frozenset({EventKind.TOOL_OUTPUT, EventKind.FILE_CONTENT})
 class SourceRef(Frozen):
     path: str
     line: int = Field(description="1-based line of the record in its source file")
+    end_line: int | None = Field(default=None, description="last 1-based line of the record when it spans several")
+    byte_start: int | None = Field(default=None, description="byte offset where the record starts in its file")
+    byte_end: int | None = Field(default=None, description="byte offset just past the record (exclusive)")
 
 
 class Event(Frozen):
@@ -69,6 +76,19 @@ class Outcome(Frozen):
     status: OutcomeStatus
     reward: float | None = None
     reason: str | None = Field(default=None, description="why status is 'other' (partial reward, exception, missing)")
+    raw: str | None = Field(default=None, description="the official result as recorded, e.g. 'is_resolved=null'")
+
+
+class LogSize(Frozen):
+    """Raw agent log vs judge-visible rendering, in characters and estimated tokens."""
+
+    raw_bytes: int
+    raw_chars: int
+    raw_tokens: int
+    rendered_chars: int
+    rendered_tokens: int
+    render_max_chars: int | None = Field(description="per-event cut used for the rendered size (None: no cut)")
+    tokenizer: str = Field(description="how tokens were counted (see gcpc.corpus.size)")
 
 
 class Trajectory(Frozen):
@@ -84,8 +104,16 @@ class Trajectory(Frozen):
     test_results: dict[str, str] = Field(default_factory=dict, description="verifier test id -> passed/failed/...")
     events: list[Event]
     source_path: str
+    log_format: str | None = Field(default=None, description="reader that produced the events, e.g. 'tb1-agent-log'")
+    log_files: list[str] = Field(default_factory=list, description="agent log files read, in order")
+    size: LogSize | None = None
+    notes: list[str] = Field(default_factory=list, description="what the reader cut, cleaned or could not read")
 
 
 class Exclusion(Frozen):
     path: str
     reason: str
+    benchmark: str | None = None
+    source: str | None = Field(default=None, description="job / run the trial came from, when known")
+    task_id: str | None = None
+    duplicate_of: str | None = Field(default=None, description="trajectory id (or path) this one duplicates")

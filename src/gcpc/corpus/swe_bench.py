@@ -1,0 +1,351 @@
+"""SWE-bench (Verified) instances and SWE-agent `.traj` trajectories -> Tasks, Trajectories.
+
+Tasks come from the public instance format (the Hugging Face dataset rows, as a JSON list or
+JSON Lines): `instance_id`, `repo`, `base_commit`, `problem_statement`, `FAIL_TO_PASS`,
+`PASS_TO_PASS` (JSON-encoded lists of test ids in the dataset, plain lists in some exports),
+`version`, `created_at`, `environment_setup_commit`, `test_patch`, `patch`, `hints_text`.
+The instruction is the problem statement; the test ids are FAIL_TO_PASS then PASS_TO_PASS; the
+verifier source is the test patch. The reference solution (`patch`) and the hints are never kept.
+
+Trajectories are SWE-agent `<instance_id>.traj` files (one JSON object: `trajectory` steps with
+`thought`, `action`, `observation`; `history` messages; `info` with `exit_status`,
+`submission`, `model_stats`; `replay_config`). Each `trials_dirs` entry is one run (its folder
+name is the trajectory's source); the matching `reports_dirs` entry (same position) holds the
+SWE-bench harness's per-instance `report.json` files ({instance_id: {resolved, tests_status}}),
+found recursively. `resolved` true is PASS, false FAIL; a missing report, or a patch that was
+empty or did not apply, is 'other' with the reason. The harness's `test_output.txt` (the
+verifier's own output) is never read.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from gcpc.corpus.harbor import display_path
+from gcpc.corpus.jsonpos import Span, load_with_spans, top_level_array_spans
+from gcpc.corpus.models import Event, EventKind, Exclusion, Outcome, SourceRef, Task, Trajectory, VerifierTest
+from gcpc.corpus.size import log_size
+
+NEVER_KEPT = frozenset({"patch", "hints_text"})
+"""Instance fields that would reveal the solution: dropped on reading."""
+TEXT_FIELDS = frozenset({"problem_statement", "test_patch", "FAIL_TO_PASS", "PASS_TO_PASS"})
+FILE_VIEW_COMMANDS = re.compile(r"^(open|goto|scroll_up|scroll_down|str_replace_editor view|view)\b")
+"""SWE-agent commands whose observation is the content of a file (its file viewer)."""
+
+
+# --- tasks ----------------------------------------------------------------------------------
+
+
+def _test_list(value: Any, label: str, field: str) -> list[str]:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value) if value.strip() else []
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{label}: field {field} is not a JSON list ({exc.msg})") from exc
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{label}: field {field} is not a list of test ids")
+    return value
+
+
+def _verifier_test(test_id: str) -> VerifierTest:
+    """pytest node ids (`path::Class::test[param]`) and Django-style ids (`test_x (module.Class)`)."""
+    if "::" in test_id:
+        parts = test_id.split("::")
+        return VerifierTest(id=test_id, file=parts[0], name=parts[-1].split("[", 1)[0],
+                            cls="::".join(parts[1:-1]) or None, source="")
+    m = re.match(r"^(\S+) \((.+)\)$", test_id)
+    if m:
+        return VerifierTest(id=test_id, file="", name=m.group(1), cls=m.group(2), source="")
+    return VerifierTest(id=test_id, file="", name=test_id, cls=None, source="")
+
+
+def _read_instances(path: Path, label: str) -> list[tuple[int, dict[str, Any]]]:
+    data = path.read_bytes()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{label}: not UTF-8 ({exc.reason} at byte {exc.start})") from exc
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        try:
+            rows = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{label}: invalid JSON ({exc.msg}, line {exc.lineno})") from exc
+        return [(i + 1, r) for i, r in enumerate(rows)]
+    out: list[tuple[int, dict[str, Any]]] = []
+    for lineno, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        try:
+            out.append((lineno, json.loads(line)))
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{label}:{lineno}: malformed JSON line ({exc.msg})") from exc
+    return out
+
+
+def read_tasks(path: Path, benchmark: str, *, root: Sequence[Path]) -> list[Task]:
+    """Every instance of a SWE-bench instances file, sorted by instance id."""
+    label = display_path(path, root)
+    if not path.is_file():
+        raise FileNotFoundError(f"{label}: SWE-bench instances file not found")
+    tasks: dict[str, Task] = {}
+    for where, row in _read_instances(path, label):
+        at = f"{label}:{where}"
+        if not isinstance(row, dict):
+            raise ValueError(f"{at}: instance is not a JSON object")
+        for key in ("instance_id", "problem_statement"):
+            if not isinstance(row.get(key), str) or not row[key].strip():
+                raise ValueError(f"{at}: field {key} is missing or empty")
+        f2p = _test_list(row.get("FAIL_TO_PASS", []), at, "FAIL_TO_PASS")
+        p2p = _test_list(row.get("PASS_TO_PASS", []), at, "PASS_TO_PASS")
+        tests = [_verifier_test(t) for t in dict.fromkeys(f2p + p2p)]
+        metadata: dict[str, Any] = {k: v for k, v in row.items()
+                                    if k not in NEVER_KEPT | TEXT_FIELDS | {"instance_id"}
+                                    and (v is None or isinstance(v, (str, int, float, bool)))}
+        metadata["fail_to_pass"] = f2p
+        metadata["pass_to_pass"] = p2p
+        test_patch = row.get("test_patch")
+        task_id = row["instance_id"]
+        if task_id in tasks:
+            raise ValueError(f"{at}: instance_id {task_id!r} appears twice")
+        tasks[task_id] = Task(
+            benchmark=benchmark,
+            task_id=task_id,
+            instruction=row["problem_statement"],
+            metadata=metadata,
+            tests=tests,
+            verifier_files={"test_patch.diff": test_patch} if isinstance(test_patch, str) and test_patch else {},
+            source_path=at,
+            provenance={
+                "instruction": "problem_statement",
+                "tests": f"FAIL_TO_PASS ({len(f2p)}) then PASS_TO_PASS ({len(p2p)})",
+                "verifier_source": "test_patch (a diff of the repository's test files)"
+                if isinstance(test_patch, str) and test_patch else "absent",
+                "not_kept": "patch (the reference solution) and hints_text",
+            },
+        )
+    return [tasks[k] for k in sorted(tasks)]
+
+
+# --- SWE-agent trajectories -----------------------------------------------------------------
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "\n".join(_text(v.get("text") if isinstance(v, dict) and "text" in v else v) for v in value)
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def _ref(label: str, span: Span | None) -> SourceRef:
+    if span is None:
+        return SourceRef(path=label, line=1)
+    return SourceRef(path=label, line=span.line, end_line=span.end_line, byte_start=span.byte_start,
+                     byte_end=span.byte_end)
+
+
+def parse_traj(doc: Any, label: str, steps_spans: list[Span] | None = None,
+               history_spans: list[Span] | None = None) -> tuple[list[Event], dict[str, Any]]:
+    """Events of one SWE-agent `.traj` document and its `info` block."""
+    if not isinstance(doc, dict):
+        raise ValueError(f"{label}: .traj root is not a JSON object")
+    steps = doc.get("trajectory")
+    if not isinstance(steps, list):
+        raise ValueError(f"{label}: field 'trajectory' is missing or not a list")
+    history = doc.get("history") if isinstance(doc.get("history"), list) else []
+    info = doc.get("info") if isinstance(doc.get("info"), dict) else {}
+    if steps_spans is not None and len(steps_spans) != len(steps):
+        steps_spans = None
+    if history_spans is not None and len(history_spans) != len(history):
+        history_spans = None
+    events: list[Event] = []
+
+    def add(kind: EventKind, text: str, span: Span | None, tool: str | None = None, is_error: bool = False) -> None:
+        events.append(Event(index=len(events), kind=kind, text=text, tool=tool, is_error=is_error,
+                            source=_ref(label, span)))
+
+    # the prompts: history messages before the first agent response
+    seen_user = False
+    for i, msg in enumerate(history):
+        if not isinstance(msg, dict) or msg.get("role") == "assistant":
+            break
+        span = history_spans[i] if history_spans else None
+        content = _text(msg.get("content"))
+        if msg.get("is_demo"):
+            add(EventKind.SYSTEM, "[demonstration]\n" + content, span)
+        elif msg.get("role") == "system":
+            add(EventKind.SYSTEM, "[system prompt]\n" + content, span)
+        else:
+            add(EventKind.SYSTEM, ("[user message]\n" if seen_user else "[task prompt]\n") + content, span)
+            seen_user = True
+    for i, step in enumerate(steps):
+        span = steps_spans[i] if steps_spans else None
+        if not isinstance(step, dict):
+            add(EventKind.SYSTEM, f"[non-object step {i + 1}] {step!r}", span)
+            continue
+        thought = _text(step.get("thought") if step.get("thought") is not None else step.get("response"))
+        if thought.strip():
+            add(EventKind.AGENT_MESSAGE, thought.strip("\n"), span)
+        action = _text(step.get("action")).strip("\n")
+        tool = action.split(None, 1)[0] if action.strip() else None
+        if action.strip():
+            add(EventKind.TOOL_CALL, action, span, tool=tool)
+        if "observation" in step and step.get("observation") is not None:
+            obs = _text(step.get("observation"))
+            kind = EventKind.FILE_CONTENT if tool and FILE_VIEW_COMMANDS.match(action) else EventKind.TOOL_OUTPUT
+            add(kind, obs, span, tool=tool)
+    if info.get("exit_status") is not None:
+        add(EventKind.SYSTEM, f"[agent exit] exit_status={info.get('exit_status')}", None)
+    return events, info
+
+
+def parse_traj_file(path: Path, label: str) -> tuple[list[Event], dict[str, Any], dict[str, Any], bytes]:
+    data = path.read_bytes()
+    doc, step_spans, pos = load_with_spans(data, label, "trajectory")
+    hist = top_level_array_spans(pos.text, "history") if isinstance(doc, dict) else None
+    history_spans = [pos.span(a, b) for a, b in hist] if hist is not None else None
+    events, info = parse_traj(doc, label, step_spans, history_spans)
+    return events, info, doc, data
+
+
+def _model_of(doc: dict[str, Any]) -> str | None:
+    cfg = doc.get("replay_config")
+    if isinstance(cfg, str):
+        try:
+            cfg = json.loads(cfg)
+        except json.JSONDecodeError:
+            cfg = None
+    if isinstance(cfg, dict):
+        model = (cfg.get("agent") or {}).get("model") if isinstance(cfg.get("agent"), dict) else None
+        if isinstance(model, dict) and model.get("name"):
+            return str(model["name"])
+    return None
+
+
+# --- outcomes -------------------------------------------------------------------------------
+
+
+def read_reports(reports_dir: Path, root: Sequence[Path], notes: list[str]) -> dict[str, tuple[dict[str, Any], str]]:
+    """instance_id -> (report entry, file label) from every report.json below a folder."""
+    out: dict[str, tuple[dict[str, Any], str]] = {}
+    if not reports_dir.is_dir():
+        raise FileNotFoundError(f"{display_path(reports_dir, root)}: SWE-bench reports folder not found")
+    for path in sorted(reports_dir.rglob("report.json")):
+        label = display_path(path, root)
+        try:
+            data = json.loads(path.read_bytes().decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            notes.append(f"{label}: unreadable evaluation report ({exc}); ignored")
+            continue
+        if not isinstance(data, dict):
+            notes.append(f"{label}: evaluation report is not a JSON object; ignored")
+            continue
+        for iid, entry in data.items():
+            if isinstance(entry, dict):
+                out[iid] = (entry, label)
+    return out
+
+
+def outcome_of(entry: dict[str, Any] | None, label: str | None) -> Outcome:
+    if entry is None:
+        return Outcome(status="other", reason="no evaluation report for this instance")
+    if entry.get("patch_is_None") or entry.get("patch_exists") is False:
+        return Outcome(status="other", reason=f"{label}: empty patch (patch_is_None / patch_exists false)",
+                       raw=f"resolved={json.dumps(entry.get('resolved'))}")
+    if entry.get("patch_successfully_applied") is False:
+        return Outcome(status="other", reason=f"{label}: the patch did not apply",
+                       raw=f"resolved={json.dumps(entry.get('resolved'))}")
+    resolved = entry.get("resolved")
+    if resolved is True:
+        return Outcome(status="PASS", reward=1.0, raw="resolved=true")
+    if resolved is False:
+        return Outcome(status="FAIL", reward=0.0, raw="resolved=false")
+    return Outcome(status="other", reason=f"{label}: field 'resolved' is {resolved!r}",
+                   raw=f"resolved={json.dumps(resolved)}")
+
+
+def test_results_of(entry: dict[str, Any] | None) -> dict[str, str]:
+    status = (entry or {}).get("tests_status")
+    out: dict[str, str] = {}
+    if not isinstance(status, dict):
+        return out
+    for group in status.values():
+        if not isinstance(group, dict):
+            continue
+        for t in group.get("success") or []:
+            out[str(t)] = "passed"
+        for t in group.get("failure") or []:
+            out[str(t)] = "failed"
+    return dict(sorted(out.items()))
+
+
+# --- corpus ---------------------------------------------------------------------------------
+
+
+def read_corpus(cfg: dict[str, Any], root: Path, roots: Sequence[Path]) -> tuple[list[Task], list[Trajectory],
+                                                                                    list[Exclusion], list[str]]:
+    benchmark = str(cfg.get("benchmark") or "swe-bench-verified")
+    tasks_file = cfg.get("tasks_file") or cfg.get("tasks_dir")
+    if not tasks_file:
+        raise KeyError(f"corpus config {cfg.get('name', '?')!r}: missing required key 'tasks_file'")
+    tasks = read_tasks(root / tasks_file, benchmark, root=roots)
+    by_id = {t.task_id: t for t in tasks}
+    notes: list[str] = []
+    trials_dirs = cfg.get("trials_dirs") or []
+    trials_dirs = [trials_dirs] if isinstance(trials_dirs, str) else list(trials_dirs)
+    reports_dirs = cfg.get("reports_dirs") or []
+    reports_dirs = [reports_dirs] if isinstance(reports_dirs, str) else list(reports_dirs)
+    if reports_dirs and len(reports_dirs) != len(trials_dirs):
+        raise ValueError(f"corpus config {cfg.get('name', '?')!r}: reports_dirs must list one folder per "
+                         f"trials_dirs entry ({len(trials_dirs)}), got {len(reports_dirs)}")
+    condition = str(cfg.get("condition") or "unknown")
+    max_chars = cfg.get("render_max_chars")
+    trajectories: list[Trajectory] = []
+    exclusions: list[Exclusion] = []
+    for i, d in enumerate(trials_dirs):
+        run_dir = root / d
+        if not run_dir.is_dir():
+            raise FileNotFoundError(f"{display_path(run_dir, roots)}: trajectories folder not found")
+        run = run_dir.name
+        reports = read_reports(root / reports_dirs[i], roots, notes) if reports_dirs else {}
+        for path in sorted(run_dir.rglob("*.traj")):
+            label = display_path(path, roots)
+            iid = path.name[: -len(".traj")]
+            base = {"benchmark": benchmark, "source": run, "task_id": iid}
+            if iid not in by_id:
+                exclusions.append(Exclusion(path=label, reason=f"unknown task: '{iid}' is not in {tasks_file}",
+                                            **base))
+                continue
+            try:
+                events, info, doc, raw = parse_traj_file(path, label)
+            except ValueError as exc:
+                exclusions.append(Exclusion(path=label, reason=f"unreadable agent log: {exc}", **base))
+                continue
+            entry, report_label = reports.get(iid, (None, None))
+            kwargs = {} if max_chars is None else {"max_chars": max_chars}
+            trajectories.append(Trajectory(
+                trajectory_id=f"{benchmark}/{run}/{iid}",
+                benchmark=benchmark,
+                task_id=iid,
+                harness=str(cfg.get("harness") or "swe-agent"),
+                model=str(cfg.get("model") or _model_of(doc) or "unknown"),
+                condition=condition,
+                source=run,
+                trial=iid,
+                outcome=outcome_of(entry, report_label),
+                test_results=test_results_of(entry),
+                events=events,
+                source_path=label,
+                log_format="swe-agent-traj",
+                log_files=[label],
+                size=log_size([raw], events, **kwargs),
+                notes=[f"{label}: exit_status={info.get('exit_status')}"] if info.get("exit_status") else [],
+            ))
+    return tasks, trajectories, exclusions, notes

@@ -1,0 +1,418 @@
+"""Terminal-Bench 1 leaderboard runs (`tb run` output) -> Tasks, Trajectories, Exclusions.
+
+Layout (one folder per leaderboard submission = run)::
+
+    <runs folder>/<run>/[<batch>/]<task-id>/<task-id>.<k>-of-<n>[.<batch>]/
+        results.json  commands.txt  panes/post-agent.txt  sessions/agent.log
+
+with the run-level `results.json`, `run_metadata.json` and `tb.lock` in each batch folder (or in
+the run folder when there is no batch level).
+
+Tasks: the 80 task definitions are not in the data. A task's instruction is the `instruction`
+field of the per-trial `results.json` (identical for a task across runs); its test ids are the
+keys of `parser_results`. Those keys are the verifier's pytest test names, but some trials also
+report tests the agent wrote (in the repository's own test files), or mangled keys from a failed
+parse (`test_x - AssertionError: ...`, `../tests/test_outputs.py`). So a task's test ids are the
+keys reported by more than half of the trials whose keys are all test names (after cutting a
+` - message` suffix), in first-reported order; every other key is listed in the notes. The verifier's source is absent, and `Task.provenance` says so.
+
+Trials: the official outcome is `is_resolved` (true PASS, false FAIL, null: no verdict, kept as
+'other' with the reason). The agent log is `sessions/agent.log` when present (complete), else
+`panes/post-agent.txt` (may start mid-stream); see `tb1_logs`. Trial folders that are
+byte-identical copies of another trial folder of the same run are duplicates; trials that a
+run-level `results.json` lists but that have no folder are listed as exclusions too.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gcpc.corpus.harbor import display_path
+from gcpc.corpus.models import Exclusion, Outcome, Task, Trajectory, VerifierTest
+from gcpc.corpus.size import log_size
+from gcpc.corpus.tb1_logs import TypedCommand, parse_commands, read_session
+
+BENCHMARK = "terminal-bench-1"
+TRIAL_NAME = re.compile(r"^(?P<task>.+)\.(?P<k>\d+)-of-(?P<n>\d+)(?:\.(?P<batch>.+))?$")
+RUN_NAME = re.compile(r"^(?P<date>\d{8})_(?P<agent>[^_]+)_(?P<model>.+)$")
+LOG_FILES = ("sessions/agent.log", "panes/post-agent.txt")
+"""Agent logs in order of preference: the raw stream is complete, the pane may start mid-stream."""
+LOG_FORMATS = {"sessions/agent.log": "tb1-agent-log", "panes/post-agent.txt": "tb1-pane"}
+TEST_NAME = re.compile(r"^test\w*(?:\[.*\])?$", re.DOTALL)
+_MANGLED = re.compile(r"^(test\w*(?:\[[^\]]*\])?) - ", re.DOTALL)
+
+
+def _load_json(path: Path, label: str) -> tuple[Any, str | None]:
+    if not path.is_file():
+        return None, f"{label} missing"
+    try:
+        return json.loads(path.read_bytes().decode("utf-8")), None
+    except UnicodeDecodeError as exc:
+        return None, f"{label}: not UTF-8 ({exc.reason} at byte {exc.start})"
+    except json.JSONDecodeError as exc:
+        return None, f"{label}: invalid JSON ({exc.msg}, line {exc.lineno} column {exc.colno})"
+
+
+def normalize_test_key(key: str) -> str:
+    """`test_x - AssertionError: ...` (a mis-parsed failure line) -> `test_x`; other keys unchanged."""
+    m = _MANGLED.match(key)
+    return m.group(1) if m else key
+
+
+# --- discovery ------------------------------------------------------------------------------
+
+
+@dataclass
+class Batch:
+    """One `tb run` invocation: the folder with the run-level files."""
+
+    path: Path
+    run: str
+    results: list[dict[str, Any]]
+    agent_name: str | None
+    model_name: str | None
+    harness_version: str | None
+
+
+@dataclass
+class TrialFolder:
+    path: Path
+    run: str
+    run_path: Path
+    rel: str  # path relative to the run folder (the manifest's trial_id)
+    task_from_name: str
+    batch: Batch | None
+    result: dict[str, Any] | None = None
+    result_why: str | None = None
+    files: list[str] = field(default_factory=list)
+
+
+def _is_trial_folder(path: Path) -> bool:
+    m = TRIAL_NAME.match(path.name)
+    return bool(m) and path.is_dir() and m.group("task") == path.parent.name
+
+
+def _batch_at(folder: Path, run: str, notes: list[str], label: str) -> Batch | None:
+    data, _ = _load_json(folder / "results.json", "results.json")
+    if not (isinstance(data, dict) and isinstance(data.get("results"), list)):
+        return None
+    meta, _ = _load_json(folder / "run_metadata.json", "run_metadata.json")
+    lock, _ = _load_json(folder / "tb.lock", "tb.lock")
+    meta = meta if isinstance(meta, dict) else {}
+    lock = lock if isinstance(lock, dict) else {}
+    agent = lock.get("agent") if isinstance(lock.get("agent"), dict) else {}
+    harness = lock.get("harness") if isinstance(lock.get("harness"), dict) else {}
+    entries = [r for r in data["results"] if isinstance(r, dict)]
+    if len(entries) != len(data["results"]):
+        notes.append(f"{label}/results.json: {len(data['results']) - len(entries)} non-object entries ignored")
+    return Batch(
+        path=folder,
+        run=run,
+        results=entries,
+        agent_name=meta.get("agent_name") or agent.get("name"),
+        model_name=meta.get("model_name") or agent.get("model_name"),
+        harness_version=harness.get("version"),
+    )
+
+
+def find_runs(runs_dir: Path) -> list[Path]:
+    """Every run (= subfolder) of a folder of runs, sorted."""
+    return sorted(p for p in runs_dir.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
+
+
+def scan_run(run_path: Path, root: Sequence[Path], notes: list[str]) -> tuple[list[TrialFolder], list[Batch]]:
+    """Trial folders and batches of one run; per-trial results.json parsed."""
+    trials: list[TrialFolder] = []
+    batches: list[Batch] = []
+
+    def walk(folder: Path, batch: Batch | None) -> None:
+        here = _batch_at(folder, run_path.name, notes, display_path(folder, root))
+        if here is not None:
+            batches.append(here)
+            batch = here
+        for child in sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")):
+            if _is_trial_folder(child):
+                tf = TrialFolder(path=child, run=run_path.name, run_path=run_path,
+                                 rel=child.relative_to(run_path).as_posix(),
+                                 task_from_name=TRIAL_NAME.match(child.name).group("task"), batch=batch)  # type: ignore[union-attr]
+                tf.files = sorted(p.relative_to(child).as_posix() for p in child.rglob("*") if p.is_file())
+                data, why = _load_json(child / "results.json", "results.json")
+                if data is not None and not isinstance(data, dict):
+                    data, why = None, "results.json: not a JSON object"
+                tf.result, tf.result_why = data, why
+                trials.append(tf)
+            else:
+                walk(child, batch)
+
+    walk(run_path, None)
+    return trials, batches
+
+
+@dataclass
+class Scan:
+    trials: list[TrialFolder]
+    batches: list[Batch]
+    notes: list[str]
+
+
+def scan(runs_dirs: Sequence[Path], root: Sequence[Path]) -> Scan:
+    trials: list[TrialFolder] = []
+    batches: list[Batch] = []
+    notes: list[str] = []
+    for runs_dir in runs_dirs:
+        if not runs_dir.is_dir():
+            raise FileNotFoundError(f"{display_path(runs_dir, root)}: Terminal-Bench 1 runs folder not found")
+        for run in find_runs(runs_dir):
+            t, b = scan_run(run, root, notes)
+            trials += t
+            batches += b
+    return Scan(sorted(trials, key=lambda t: t.path.as_posix()), batches, notes)
+
+
+# --- tasks ----------------------------------------------------------------------------------
+
+
+def read_tasks(sc: Scan, root: Sequence[Path], notes: list[str]) -> list[Task]:
+    """One Task per task id seen in any results.json (per trial, or listed in a run-level one)."""
+    instructions: dict[str, Counter[str]] = defaultdict(Counter)
+    first_source: dict[str, str] = {}
+    complete: dict[str, Counter[str]] = defaultdict(Counter)  # key -> trials (whose keys are all test names) reporting it
+    n_complete: Counter[str] = Counter()
+    key_counts: dict[str, Counter[str]] = defaultdict(Counter)
+    n_reporting: Counter[str] = Counter()
+    runs: dict[str, set[str]] = defaultdict(set)
+
+    def see(entry: dict[str, Any], source: str, run: str, per_trial: bool) -> None:
+        task_id = entry.get("task_id")
+        if not isinstance(task_id, str) or not task_id:
+            return
+        runs[task_id].add(run)
+        if isinstance(entry.get("instruction"), str):
+            instructions[task_id][entry["instruction"]] += 1
+            first_source.setdefault(task_id, source)
+        pr = entry.get("parser_results")
+        if per_trial and isinstance(pr, dict) and pr:
+            n_reporting[task_id] += 1
+            keys = tuple(dict.fromkeys(normalize_test_key(str(k)) for k in pr))
+            key_counts[task_id].update(keys)
+            if all(TEST_NAME.match(k) for k in keys):
+                n_complete[task_id] += 1
+                complete[task_id].update(keys)
+
+    for tf in sc.trials:
+        if tf.result is not None:
+            see(tf.result, display_path(tf.path / "results.json", root), tf.run, per_trial=True)
+    for b in sc.batches:
+        for entry in b.results:
+            see(entry, display_path(b.path / "results.json", root), b.run, per_trial=False)
+
+    tasks: list[Task] = []
+    for task_id in sorted(instructions):
+        variants = instructions[task_id]
+        instruction, n_same = max(variants.items(), key=lambda kv: (kv[1], kv[0]))
+        if len(variants) > 1:
+            notes.append(f"{BENCHMARK} task {task_id}: {len(variants)} different instructions in results.json; "
+                         f"the most frequent ({n_same} of {sum(variants.values())}) is used")
+        if n_complete[task_id]:
+            n = n_complete[task_id]
+            chosen = tuple(k for k, c in complete[task_id].items() if 2 * c > n)
+            rule = (f"keys reported by more than half of the {n} trials whose parser_results keys are all test "
+                    f"names ({n_reporting[task_id]} trials have per-test results)")
+        else:
+            chosen = tuple(k for k in key_counts[task_id] if TEST_NAME.match(k))
+            rule = "the test-name keys of parser_results over all trials (no trial reported only test names)"
+        others = {k: c for k, c in sorted(key_counts[task_id].items()) if k not in chosen}
+        if others:
+            listed = "; ".join(f"{k!r} ({c} trials)" for k, c in others.items())
+            notes.append(f"{BENCHMARK} task {task_id}: parser_results keys not taken as verifier tests "
+                         f"(agent-written tests or parse artefacts): {listed}")
+        tests = [VerifierTest(id=k, file="", name=k.split("[", 1)[0], cls=None, source="") for k in chosen]
+        tasks.append(Task(
+            benchmark=BENCHMARK,
+            task_id=task_id,
+            instruction=instruction,
+            metadata={"runs": sorted(runs[task_id]), "trials_with_test_results": n_reporting[task_id]},
+            tests=tests,
+            verifier_files={},
+            source_path=first_source[task_id],
+            provenance={
+                "instruction": f"'instruction' field of results.json ({sum(variants.values())} records, "
+                               f"{len(variants)} distinct)",
+                "tests": f"test names from parser_results: {rule}; {len(others)} other key(s) left out",
+                "verifier_source": "absent",
+                "verifier_note": "the Terminal-Bench 1 test code is not in the data; test ids are bare "
+                                 "pytest function names as the harness reported them",
+            },
+        ))
+    return tasks
+
+
+# --- trials ---------------------------------------------------------------------------------
+
+
+def outcome_of(result: dict[str, Any] | None, why: str | None) -> Outcome:
+    """is_resolved true -> PASS, false -> FAIL; null, missing or anything else -> 'other' with the reason."""
+    if result is None:
+        return Outcome(status="other", reason=why or "results.json missing", raw=None)
+    if "is_resolved" not in result:
+        return Outcome(status="other", reason="results.json has no 'is_resolved' field", raw=None)
+    value = result["is_resolved"]
+    fm = result.get("failure_mode")
+    if value is True:
+        return Outcome(status="PASS", raw="is_resolved=true")
+    if value is False:
+        return Outcome(status="FAIL", raw="is_resolved=false")
+    if value is None:
+        pr = "null" if result.get("parser_results") is None else "present"
+        return Outcome(status="other", raw="is_resolved=null",
+                       reason=f"is_resolved is null: no verdict (failure_mode={fm}, parser_results {pr})")
+    return Outcome(status="other", raw=f"is_resolved={json.dumps(value)}",
+                   reason=f"results.json field 'is_resolved' has unexpected value {value!r}")
+
+
+def test_results_of(result: dict[str, Any] | None) -> dict[str, str]:
+    pr = (result or {}).get("parser_results")
+    if not isinstance(pr, dict):
+        return {}
+    return {normalize_test_key(str(k)): str(v) for k, v in pr.items()}
+
+
+def _model_and_harness(tf: TrialFolder) -> tuple[str, str]:
+    m = RUN_NAME.match(tf.run)
+    model = (tf.batch.model_name if tf.batch else None) or (m.group("model") if m else None) or "unknown"
+    harness = (tf.batch.agent_name if tf.batch else None) or (m.group("agent") if m else None) or "unknown"
+    return str(model), str(harness)
+
+
+def find_duplicates(trials: list[TrialFolder]) -> dict[Path, TrialFolder]:
+    """Trial folders whose every file is byte-identical to the same file of an earlier folder of the
+    same run and trial name (the first by depth, then path, is the original)."""
+    groups: dict[tuple[str, str], list[TrialFolder]] = defaultdict(list)
+    for tf in trials:
+        groups[(tf.run, tf.path.name)].append(tf)
+    dup: dict[Path, TrialFolder] = {}
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        members = sorted(members, key=lambda t: (len(t.path.parts), t.path.as_posix()))
+        original = members[0]
+        for other in members[1:]:
+            if other.files and all(f in original.files and (other.path / f).read_bytes() == (original.path / f).read_bytes()
+                                   for f in other.files):
+                dup[other.path] = original
+    return dup
+
+
+def read_trial(tf: TrialFolder, tasks_by_id: dict[str, Task] | None, *, root: Sequence[Path],
+               condition: str = "unknown", render_max_chars: int | None = None) -> Trajectory | Exclusion:
+    label = display_path(tf.path, root)
+    task_id = str((tf.result or {}).get("task_id") or tf.task_from_name)
+    base = {"benchmark": BENCHMARK, "source": tf.run, "task_id": task_id}
+    if tasks_by_id is not None and task_id not in tasks_by_id:
+        return Exclusion(path=label, reason=f"unknown task: '{task_id}' has no instruction in any results.json",
+                         **base)
+    log_rel = next((f for f in LOG_FILES if (tf.path / f).is_file()), None)
+    if log_rel is None:
+        have = ", ".join(tf.files) or "nothing"
+        return Exclusion(path=label, reason=f"no agent log: neither sessions/agent.log nor panes/post-agent.txt "
+                                            f"(the folder holds {have})", **base)
+    notes: list[str] = []
+    typed: list[TypedCommand] = []
+    if (tf.path / "commands.txt").is_file():
+        try:
+            typed, cnotes = parse_commands((tf.path / "commands.txt").read_bytes().decode("utf-8", errors="replace"),
+                                           f"{label}/commands.txt")
+        except OSError as exc:
+            cnotes = [f"{label}/commands.txt: unreadable ({exc})"]
+        notes += cnotes
+    else:
+        notes.append(f"{label}: no commands.txt; the test phase is found by its command line only")
+    log_label = display_path(tf.path / log_rel, root)
+    try:
+        session, raw = read_session(tf.path / log_rel, log_label, typed)
+    except OSError as exc:
+        return Exclusion(path=label, reason=f"unreadable agent log: {log_label} ({exc})", **base)
+    if log_rel != LOG_FILES[0]:
+        notes.append(f"{label}: no sessions/agent.log; the pane capture panes/post-agent.txt is used")
+    notes += session.notes
+    if tf.result is None:
+        notes.append(f"{label}: {tf.result_why}")
+    model, harness = _model_and_harness(tf)
+    kwargs = {} if render_max_chars is None else {"max_chars": render_max_chars}
+    return Trajectory(
+        trajectory_id=f"{BENCHMARK}/{tf.run}/{tf.rel}",
+        benchmark=BENCHMARK,
+        task_id=task_id,
+        harness=harness,
+        model=model,
+        condition=condition,
+        source=tf.run,
+        trial=tf.path.name,
+        outcome=outcome_of(tf.result, tf.result_why),
+        test_results=test_results_of(tf.result),
+        events=session.events,
+        source_path=label,
+        log_format=LOG_FORMATS[log_rel],
+        log_files=[log_label],
+        size=log_size([raw], session.events, **kwargs),
+        notes=notes,
+    )
+
+
+def listed_without_folder(sc: Scan, root: Sequence[Path]) -> list[Exclusion]:
+    """Trials a run-level results.json lists but for which no trial folder exists anywhere in the run."""
+    have: dict[str, set[str]] = defaultdict(set)
+    for tf in sc.trials:
+        have[tf.run].add(tf.path.name)
+    out: dict[tuple[str, str], Exclusion] = {}
+    for b in sc.batches:
+        run = b.run
+        for entry in b.results:
+            name = entry.get("trial_name")
+            if not isinstance(name, str) or name in have[run]:
+                continue
+            task = entry.get("task_id") or (TRIAL_NAME.match(name).group("task") if TRIAL_NAME.match(name) else "?")
+            outcome = outcome_of(entry, None)
+            listed = display_path(b.path / "results.json", root)
+            out.setdefault((run, name), Exclusion(
+                path=f"{display_path(b.path, root)}/{task}/{name}",
+                reason=(f"no trial folder: listed in {listed} (is_resolved={json.dumps(entry.get('is_resolved'))}, "
+                        f"failure_mode={entry.get('failure_mode')}) but no folder was written"
+                        + (f"; outcome {outcome.status}" if outcome.status != "other" else "")),
+                benchmark=BENCHMARK, source=run, task_id=str(task)))
+    return [out[k] for k in sorted(out)]
+
+
+def read_corpus(cfg: dict[str, Any], root: Path, roots: Sequence[Path]) -> tuple[list[Task], list[Trajectory],
+                                                                                    list[Exclusion], list[str]]:
+    """A Terminal-Bench 1 corpus: `trials_dirs` are folders of runs (every subfolder one run)."""
+    dirs = cfg.get("trials_dirs") or cfg.get("tasks_dir") or []
+    dirs = [dirs] if isinstance(dirs, str) else list(dirs)
+    sc = scan([root / d for d in dirs], roots)
+    notes = list(sc.notes)
+    tasks = read_tasks(sc, roots, notes)
+    by_id = {t.task_id: t for t in tasks}
+    condition = str(cfg.get("condition") or "unknown")
+    max_chars = cfg.get("render_max_chars")
+    duplicates = find_duplicates(sc.trials)
+    trajectories: list[Trajectory] = []
+    exclusions: list[Exclusion] = []
+    for tf in sc.trials:
+        label = display_path(tf.path, roots)
+        if tf.path in duplicates:
+            orig = duplicates[tf.path]
+            exclusions.append(Exclusion(
+                path=label, benchmark=BENCHMARK, source=tf.run, task_id=tf.task_from_name,
+                duplicate_of=f"{BENCHMARK}/{orig.run}/{orig.rel}",
+                reason=f"duplicate: byte-identical copy ({', '.join(tf.files)}) of {display_path(orig.path, roots)}"))
+            continue
+        item = read_trial(tf, by_id, root=roots, condition=condition, render_max_chars=max_chars)
+        (exclusions if isinstance(item, Exclusion) else trajectories).append(item)
+    exclusions += listed_without_folder(sc, roots)
+    return tasks, trajectories, exclusions, notes

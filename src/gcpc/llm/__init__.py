@@ -1,13 +1,29 @@
-"""Providers, the validating client, the call store and the response schemas."""
+"""Providers, the validating client, the call store and the response schemas.
+
+Providers (conf/llm/<name>.yaml `provider:`):
+  heuristic  offline rule-based stand-in (reads request.inputs)
+  replay     answers only from recorded calls; a miss is an error naming the request
+  anthropic  Anthropic Messages API (+ Message Batches)
+  openai     OpenAI Chat Completions (+ Batch API); with `base_url` any OpenAI-compatible server
+Any config can also say `mode: replay` (answer only from recorded calls, keeping its identity so
+the request keys match the recording) or `mode: batch` (use the provider's Batch API).
+"""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from pathlib import Path
 from typing import Any
 
-from gcpc.llm.base import LLMRequest, Provider, ReplayMiss
+from gcpc.llm.base import LLMRequest, Message, Provider, ReplayMiss
 from gcpc.llm.client import LLMClient
+from gcpc.llm.settings import LLMSettings, sampling_params
 from gcpc.llm.store import CallStore
+from gcpc.llm.usage import summarize_usage, write_usage_summary
+
+KNOWN_PROVIDERS = ("heuristic", "replay", "anthropic", "openai")
 
 
 class ReplayProvider:
@@ -22,20 +38,24 @@ class ReplayProvider:
         raise ReplayMiss(f"no recorded response for request {request.key} ({request.purpose}, model {request.model})")
 
 
-def make_provider(cfg: dict[str, Any]) -> Provider:
+def _settings(cfg: dict[str, Any]) -> LLMSettings:
     name = cfg.get("provider")
-    if name == "heuristic":
+    if name not in KNOWN_PROVIDERS:
+        raise ValueError(f"params.yaml: unknown llm provider '{name}' (known: {', '.join(KNOWN_PROVIDERS)})")
+    return LLMSettings.from_cfg(cfg, where=f"llm config '{name}/{cfg.get('model')}'")
+
+
+def make_provider(cfg: dict[str, Any]) -> Provider:
+    settings = _settings(cfg)
+    if settings.provider == "replay" or settings.mode == "replay":
+        return ReplayProvider()
+    if settings.provider == "heuristic":
         from gcpc.llm.heuristic import HeuristicProvider
 
-        return HeuristicProvider(model=cfg.get("model", "gcpc-heuristic-v1"))
-    if name == "replay":
-        return ReplayProvider()
-    raise ValueError(f"params.yaml: unknown llm provider '{name}' (known: heuristic, replay)")
+        return HeuristicProvider(model=settings.model or "gcpc-heuristic-v1")
+    from gcpc.llm.providers import make_remote
 
-
-def sampling_params(cfg: dict[str, Any]) -> dict[str, Any]:
-    """The sampling settings that belong in the request key (and so invalidate the cache when changed)."""
-    return {k: cfg[k] for k in ("temperature", "max_tokens", "seed") if cfg.get(k) is not None}
+    return make_remote(settings)
 
 
 def request_identity(cfg: dict[str, Any]) -> tuple[str, str]:
@@ -45,7 +65,27 @@ def request_identity(cfg: dict[str, Any]) -> tuple[str, str]:
 
 
 def make_client(cfg: dict[str, Any], store_path: str | Path, *, progress: bool = True) -> LLMClient:
-    return LLMClient(make_provider(cfg), CallStore(store_path), max_attempts=int(cfg.get("max_attempts", 3)), progress=progress)
+    settings = _settings(cfg)
+    provider = make_provider(cfg)
+    mode = "batch" if settings.mode == "batch" else "sync"
+    return LLMClient(provider, CallStore(store_path), max_attempts=settings.max_attempts, progress=progress,
+                     concurrency=settings.concurrency, mode=mode, batch=settings.batch,
+                     batch_error_retries=settings.retry.max_retries)
 
 
-__all__ = ["LLMClient", "CallStore", "LLMRequest", "make_client", "make_provider", "sampling_params", "request_identity", "ReplayMiss"]
+@contextmanager
+def llm_session(cfg: dict[str, Any], store_path: str | Path, *, progress: bool = True) -> Iterator[LLMClient]:
+    """A client for one stage run. On success the call store is compacted to the requests this run
+    used and `usage_summary.json` is written beside it; on failure the store keeps every finished
+    call so a re-run resumes. The store is closed either way."""
+    client = make_client(cfg, store_path, progress=progress)
+    try:
+        yield client
+        client.store.compact(client.used_keys)
+    finally:
+        client.store.close()
+    write_usage_summary(store_path, cfg)
+
+
+__all__ = ["llm_session", "LLMClient", "CallStore", "LLMRequest", "Message", "LLMSettings", "make_client", "make_provider",
+           "sampling_params", "request_identity", "ReplayMiss", "summarize_usage", "write_usage_summary"]

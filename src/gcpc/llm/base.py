@@ -50,6 +50,10 @@ class RawResponse(BaseModel):
     usage: dict[str, int] = Field(default_factory=dict)
     request_id: str | None = None
     latency_s: float | None = None
+    served_model: str | None = Field(default=None, description="model id the provider reports having served")
+    stop_reason: str | None = None
+    transport_retries: int = 0
+    batch_id: str | None = None
 
 
 @runtime_checkable
@@ -61,12 +65,44 @@ class Provider(Protocol):
     def complete(self, request: LLMRequest) -> RawResponse: ...
 
 
+@runtime_checkable
+class AsyncProvider(Provider, Protocol):
+    """A provider that can also answer concurrently; `LLMClient.run` then keeps `concurrency` calls in flight."""
+
+    async def acomplete(self, request: LLMRequest) -> RawResponse: ...
+
+    async def aclose(self) -> None: ...
+
+
+class BatchResult(BaseModel):
+    """One collected batch entry: a response, or the provider's error for that request."""
+
+    custom_id: str
+    response: RawResponse | None = None
+    error: str | None = None
+
+
+@runtime_checkable
+class BatchProvider(Provider, Protocol):
+    """A provider with a Batch API; custom ids are request keys."""
+
+    def submit_batch(self, requests: list[LLMRequest]) -> str: ...
+
+    def batch_status(self, batch_id: str) -> tuple[bool, dict[str, int]]: ...
+
+    def batch_results(self, batch_id: str) -> list[BatchResult]: ...
+
+
 class ProviderError(RuntimeError):
     """A provider could not answer (network, API error, replay miss)."""
 
 
 class ReplayMiss(ProviderError):
     """Replay mode found no recorded response: an error, never a silent new call."""
+
+
+class BatchPending(ProviderError):
+    """Submitted batches are still running after `batch.max_wait_s`; a re-run collects them."""
 
 
 class CallRecord(BaseModel):
@@ -83,8 +119,12 @@ class CallRecord(BaseModel):
     ok: bool
     error: str | None = None
     usage: dict[str, int] = Field(default_factory=dict)
-    latency_s: float | None = None
+    latency_s: float | None = Field(default=None, description="wall time of the answering HTTP call; volatile, None for heuristic and batch")
     request_id: str | None = None
+    served_model: str | None = None
+    stop_reason: str | None = None
+    transport_retries: int = Field(default=0, description="transient HTTP failures retried before this attempt got its answer")
+    batch_id: str | None = Field(default=None, description="Batch API id when the attempt was answered in batch mode")
 
 
 class CallResult(BaseModel):

@@ -1,19 +1,45 @@
-"""Cached, resumable, validating front door that every stage uses for LLM work."""
+"""Cached, resumable, validating front door that every stage uses for LLM work.
+
+Three ways to get answers, one record format:
+
+* serial (`run_one`, and `run` with `concurrency: 1` or a provider without async support,
+  e.g. the heuristic): one request after another, in input order;
+* concurrent (`run` with `concurrency: N` on a provider with `acomplete`): an asyncio worker
+  pool keeps N calls in flight; records are appended as answers arrive (the event loop is the
+  only writer) and `run` returns results in input order regardless of completion order;
+* batch (`mode: batch`): pending requests go to the provider's Batch API with the request key
+  as `custom_id`; submitted batch ids are kept in `<calls>.batches.json` next to the call store,
+  so a restarted run polls and collects them instead of submitting again.
+
+In every mode a request already answered in the store makes no call, an output that fails
+validation is recorded and retried up to `max_attempts`, and a transport failure (after the
+provider's own bounded retries) is recorded and then stops the run: a re-run resumes there.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import json
 import sys
-from collections.abc import Callable, Sequence
-from typing import Any
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Coroutine, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 from tqdm import tqdm
 
-from gcpc.llm.base import CallRecord, CallResult, LLMRequest, Provider, ProviderError, ReplayMiss
+from gcpc.llm.base import BatchPending, CallRecord, CallResult, LLMRequest, Provider, ProviderError, RawResponse, ReplayMiss
+from gcpc.llm.secrets import redact
+from gcpc.llm.settings import BatchSettings
 from gcpc.llm.store import CallStore
 
 Check = Callable[[BaseModel, LLMRequest], None]
 """Extra validation beyond the schema (e.g. 'one verdict per item'); raise ValueError to reject."""
+
+T = TypeVar("T")
 
 
 def _parse(text: str, output_type: type[BaseModel]) -> BaseModel:
@@ -26,27 +52,128 @@ def _parse(text: str, output_type: type[BaseModel]) -> BaseModel:
     return output_type.model_validate_json(stripped)
 
 
+def _run_coro(coro: Coroutine[Any, Any, T]) -> T:
+    """asyncio.run, also from inside a running loop (e.g. a notebook): then on a helper thread."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = asyncio.run(coro)
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name="gcpc-llm")
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
 class LLMClient:
-    def __init__(self, provider: Provider, store: CallStore, *, max_attempts: int = 3, progress: bool = True):
+    def __init__(
+        self,
+        provider: Provider,
+        store: CallStore,
+        *,
+        max_attempts: int = 3,
+        progress: bool = True,
+        concurrency: int = 1,
+        mode: str = "sync",
+        batch: BatchSettings | None = None,
+        batch_error_retries: int = 3,
+    ):
         if max_attempts < 1:
             raise ValueError("max_attempts must be >= 1")
+        if concurrency < 1:
+            raise ValueError("concurrency must be >= 1")
+        if mode not in ("sync", "batch"):
+            raise ValueError(f"mode must be 'sync' or 'batch', not {mode!r}")
+        if mode == "batch" and not hasattr(provider, "submit_batch"):
+            raise ValueError(f"mode 'batch' needs a provider with a Batch API; '{provider.name}' has none")
         self.provider = provider
         self.store = store
         self.max_attempts = max_attempts
         self.progress = progress
+        self.concurrency = concurrency
+        self.mode = mode
+        self.batch = batch or BatchSettings()
+        self.batch_error_retries = batch_error_retries
         self.used_keys: set[str] = set()
         self.calls_made = 0
+        self.sleep: Callable[[float], Any] = time.sleep
 
+    # ---- bookkeeping ------------------------------------------------------------------------
+    def _history(self, key: str) -> tuple[int, int, str | None]:
+        """(attempts so far, invalid-output attempts so far, last error)."""
+        previous = self.store.attempts(key)
+        invalid = sum(1 for r in previous if r.error and r.error.startswith("invalid output"))
+        return len(previous), invalid, (previous[-1].error if previous else None)
+
+    @staticmethod
+    def _base(request: LLMRequest, key: str, attempt: int) -> dict[str, Any]:
+        return dict(key=key, attempt=attempt, purpose=request.purpose, provider=request.provider, model=request.model,
+                    request=request.model_dump(mode="json"))
+
+    def _record(self, request: LLMRequest, key: str, attempt: int, raw: RawResponse | None, error: str | None,
+                output_type: type[BaseModel], check: Check | None, batch_id: str | None = None) -> CallRecord:
+        base = self._base(request, key, attempt)
+        if raw is None:
+            return CallRecord(**base, response_text=None, parsed=None, ok=False, error=f"provider error: {redact(error or '')}",
+                              batch_id=batch_id)
+        meta = dict(usage=raw.usage, latency_s=raw.latency_s, request_id=raw.request_id, response_text=raw.text,
+                    served_model=raw.served_model, stop_reason=raw.stop_reason, transport_retries=raw.transport_retries,
+                    batch_id=raw.batch_id or batch_id)
+        try:
+            parsed = _parse(raw.text, output_type)
+            if check is not None:
+                check(parsed, request)
+        except (ValidationError, ValueError) as exc:
+            why = f"invalid output: {exc}"
+            if raw.stop_reason in ("max_tokens", "length"):
+                why += f" (reply cut off: stop_reason={raw.stop_reason}; raise max_tokens)"
+            return CallRecord(**base, **meta, parsed=None, ok=False, error=why)
+        return CallRecord(**base, **meta, parsed=parsed.model_dump(mode="json"), ok=True)
+
+    def _attempt(self, request: LLMRequest, output_type: type[BaseModel], check: Check | None, attempt: int) -> CallRecord:
+        self.calls_made += 1
+        try:
+            raw = self.provider.complete(request)
+        except ReplayMiss:
+            raise
+        except ProviderError as exc:
+            return self._record(request, request.key, attempt, None, str(exc), output_type, check)
+        return self._record(request, request.key, attempt, raw, None, output_type, check)
+
+    async def _aattempt(self, request: LLMRequest, key: str, output_type: type[BaseModel], check: Check | None, attempt: int) -> CallRecord:
+        self.calls_made += 1
+        try:
+            raw = await self.provider.acomplete(request)  # type: ignore[attr-defined]
+        except ReplayMiss:
+            raise
+        except ProviderError as exc:
+            return self._record(request, key, attempt, None, str(exc), output_type, check)
+        return self._record(request, key, attempt, raw, None, output_type, check)
+
+    @staticmethod
+    def _stop(key: str, request: LLMRequest, record: CallRecord) -> ProviderError:
+        # Transport failures are logged, then stop the stage: a re-run resumes here.
+        return ProviderError(f"request {key[:12]} ({request.purpose}): {record.error}")
+
+    # ---- serial -----------------------------------------------------------------------------
     def run_one(self, request: LLMRequest, output_type: type[BaseModel], check: Check | None = None) -> CallResult:
+        if self.mode == "batch":
+            return self.run([request], output_type, check, desc=request.purpose)[0]
         key = request.key
         self.used_keys.add(key)
         done = self.store.finished(key)
         if done is not None:
             return CallResult(key=key, ok=True, parsed=done.parsed, attempts=done.attempt, cached=True)
-        previous = self.store.attempts(key)
-        attempt = len(previous)
-        invalid = sum(1 for r in previous if r.error and r.error.startswith("invalid output"))
-        last_error = previous[-1].error if previous else None
+        attempt, invalid, last_error = self._history(key)
         while invalid < self.max_attempts:
             attempt += 1
             record = self._attempt(request, output_type, check, attempt)
@@ -54,12 +181,12 @@ class LLMClient:
             if record.ok:
                 return CallResult(key=key, ok=True, parsed=record.parsed, attempts=attempt)
             if record.error and record.error.startswith("provider error"):
-                # Transport failures are logged, then stop the stage: a re-run resumes here.
-                raise ProviderError(f"request {key[:12]} ({request.purpose}): {record.error}")
+                raise self._stop(key, request, record)
             invalid += 1
             last_error = record.error
         return CallResult(key=key, ok=False, parsed=None, attempts=attempt, error=last_error)
 
+    # ---- many -------------------------------------------------------------------------------
     def run(
         self,
         requests: Sequence[LLMRequest],
@@ -67,30 +194,175 @@ class LLMClient:
         check: Check | None = None,
         desc: str = "llm",
     ) -> list[CallResult]:
-        bar = tqdm(requests, desc=desc, disable=not self.progress, file=sys.stderr, leave=False)
-        return [self.run_one(r, output_type, check) for r in bar]
+        """Answer every request; results come back in input order whatever the mode."""
+        keys = [r.key for r in requests]
+        self.used_keys.update(keys)
+        results: dict[str, CallResult] = {}
+        pending: dict[str, LLMRequest] = {}
+        for request, key in zip(requests, keys, strict=True):
+            if key in results or key in pending:
+                continue
+            done = self.store.finished(key)
+            if done is not None:
+                results[key] = CallResult(key=key, ok=True, parsed=done.parsed, attempts=done.attempt, cached=True)
+            else:
+                pending[key] = request
+        unique = len(results) + len(pending)
+        with tqdm(total=unique, initial=len(results), desc=desc, disable=not self.progress, file=sys.stderr,
+                  leave=False, dynamic_ncols=True) as bar:
+            if not pending:
+                pass
+            elif self.mode == "batch":
+                results.update(self._run_batch(pending, output_type, check, bar))
+            elif self.concurrency > 1 and hasattr(self.provider, "acomplete"):
+                results.update(_run_coro(self._run_concurrent(pending, output_type, check, bar)))
+            else:
+                for key, request in pending.items():
+                    results[key] = self.run_one(request, output_type, check)
+                    bar.update(1)
+        return [results[k] for k in keys]
 
-    def _attempt(self, request: LLMRequest, output_type: type[BaseModel], check: Check | None, attempt: int) -> CallRecord:
-        base: dict[str, Any] = dict(
-            key=request.key,
-            attempt=attempt,
-            purpose=request.purpose,
-            provider=request.provider,
-            model=request.model,
-            request=request.model_dump(mode="json"),
-        )
-        self.calls_made += 1
+    # ---- concurrent -------------------------------------------------------------------------
+    async def _aone(self, key: str, request: LLMRequest, output_type: type[BaseModel], check: Check | None) -> CallResult:
+        attempt, invalid, last_error = self._history(key)
+        while invalid < self.max_attempts:
+            attempt += 1
+            record = await self._aattempt(request, key, output_type, check, attempt)
+            self.store.append(record)
+            if record.ok:
+                return CallResult(key=key, ok=True, parsed=record.parsed, attempts=attempt)
+            if record.error and record.error.startswith("provider error"):
+                raise self._stop(key, request, record)
+            invalid += 1
+            last_error = record.error
+        return CallResult(key=key, ok=False, parsed=None, attempts=attempt, error=last_error)
+
+    async def _run_concurrent(self, pending: dict[str, LLMRequest], output_type: type[BaseModel], check: Check | None,
+                              bar: tqdm) -> dict[str, CallResult]:
+        queue = deque(pending.items())
+        results: dict[str, CallResult] = {}
+        errors: list[ProviderError] = []
+
+        async def worker() -> None:
+            # On the first transport failure no new request starts; calls already in flight finish
+            # and are recorded, so nothing paid for is lost. Then the run stops with that error.
+            while queue and not errors:
+                key, request = queue.popleft()
+                try:
+                    results[key] = await self._aone(key, request, output_type, check)
+                except ProviderError as exc:
+                    errors.append(exc)
+                bar.update(1)
+
         try:
-            raw = self.provider.complete(request)
-        except ReplayMiss:
-            raise
-        except ProviderError as exc:
-            return CallRecord(**base, response_text=None, parsed=None, ok=False, error=f"provider error: {exc}")
-        meta = dict(usage=raw.usage, latency_s=raw.latency_s, request_id=raw.request_id, response_text=raw.text)
+            await asyncio.gather(*(worker() for _ in range(min(self.concurrency, len(queue)))))
+        finally:
+            aclose = getattr(self.provider, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        if errors:
+            raise errors[0]
+        return results
+
+    # ---- batch ------------------------------------------------------------------------------
+    @property
+    def batch_state_path(self) -> Path:
+        return self.store.path.with_name(self.store.path.stem + ".batches.json")
+
+    def _load_batch_state(self) -> dict[str, Any]:
+        path = self.batch_state_path
+        if not path.exists():
+            return {"batches": []}
         try:
-            parsed = _parse(raw.text, output_type)
-            if check is not None:
-                check(parsed, request)
-        except (ValidationError, ValueError) as exc:
-            return CallRecord(**base, **meta, parsed=None, ok=False, error=f"invalid output: {exc}")
-        return CallRecord(**base, **meta, parsed=parsed.model_dump(mode="json"), ok=True)
+            state = json.loads(path.read_text(encoding="utf-8"))
+            if not isinstance(state.get("batches"), list):
+                raise ValueError("'batches' is not a list")
+            return state
+        except (ValueError, AttributeError) as exc:
+            raise ValueError(f"{path}: unreadable batch state ({exc}); if no batch is running, delete it") from None
+
+    def _save_batch_state(self, state: dict[str, Any]) -> None:
+        path = self.batch_state_path
+        if not state["batches"]:
+            path.unlink(missing_ok=True)
+            return
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(redact(json.dumps(state, sort_keys=True, indent=1)) + "\n", encoding="utf-8")
+        tmp.replace(path)
+
+    def _collect(self, batch: dict[str, Any], pending: dict[str, LLMRequest], output_type: type[BaseModel],
+                 check: Check | None, errors_seen: dict[str, int]) -> None:
+        batch_id = batch["id"]
+        entries = {e.custom_id: e for e in self.provider.batch_results(batch_id)}  # type: ignore[attr-defined]
+        for key in sorted(set(batch["custom_ids"]) | set(entries)):
+            request = pending.get(key)
+            if request is None or self.store.finished(key) is not None:
+                continue  # not needed by this run, or already answered
+            if any(r.batch_id == batch_id for r in self.store.attempts(key)):
+                continue  # recorded before a restart interrupted this collection
+            attempt = len(self.store.attempts(key)) + 1
+            self.calls_made += 1
+            entry = entries.get(key)
+            if entry is None:
+                record = self._record(request, key, attempt, None, f"batch {batch_id} returned no result for this request",
+                                      output_type, check, batch_id)
+            elif entry.response is None:
+                record = self._record(request, key, attempt, None, entry.error, output_type, check, batch_id)
+            else:
+                record = self._record(request, key, attempt, entry.response, None, output_type, check, batch_id)
+            if not record.ok and record.error and record.error.startswith("provider error"):
+                errors_seen[key] = errors_seen.get(key, 0) + 1
+            self.store.append(record)
+
+    def _run_batch(self, pending: dict[str, LLMRequest], output_type: type[BaseModel], check: Check | None,
+                   bar: tqdm) -> dict[str, CallResult]:
+        provider = self.provider
+        state = self._load_batch_state()
+        results: dict[str, CallResult] = {}
+        errors_seen: dict[str, int] = {}
+        started = time.monotonic()
+        while True:
+            todo: dict[str, LLMRequest] = {}
+            for key, request in pending.items():
+                if key in results:
+                    continue
+                done = self.store.finished(key)
+                attempts, invalid, last_error = self._history(key)
+                if done is not None:
+                    results[key] = CallResult(key=key, ok=True, parsed=done.parsed, attempts=done.attempt)
+                elif invalid >= self.max_attempts:
+                    results[key] = CallResult(key=key, ok=False, parsed=None, attempts=attempts, error=last_error)
+                elif errors_seen.get(key, 0) > self.batch_error_retries:
+                    raise ProviderError(f"request {key[:12]} ({request.purpose}): {last_error} "
+                                        f"(failed in {errors_seen[key]} batches; re-run to try again)")
+                else:
+                    todo[key] = request
+                    continue
+                bar.update(1)
+            if not todo:
+                break
+            mine = [b for b in state["batches"] if b.get("provider") == provider.name]
+            in_flight = {cid for b in mine for cid in b["custom_ids"]}
+            fresh = [k for k in todo if k not in in_flight]
+            for i in range(0, len(fresh), self.batch.max_requests):
+                chunk = fresh[i : i + self.batch.max_requests]
+                batch_id = provider.submit_batch([todo[k] for k in chunk])  # type: ignore[attr-defined]
+                state["batches"].append({"id": batch_id, "provider": provider.name, "custom_ids": chunk})
+                self._save_batch_state(state)  # at once: a restart from here polls instead of resubmitting
+            waiting = [b for b in state["batches"] if b.get("provider") == provider.name and set(b["custom_ids"]) & todo.keys()]
+            while waiting:
+                for b in list(waiting):
+                    ended, counts = provider.batch_status(b["id"])  # type: ignore[attr-defined]
+                    bar.set_postfix_str(f"batch {b['id']}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()) if v))
+                    if ended:
+                        self._collect(b, pending, output_type, check, errors_seen)
+                        state["batches"].remove(b)
+                        self._save_batch_state(state)
+                        waiting.remove(b)
+                if waiting:
+                    if self.batch.max_wait_s is not None and time.monotonic() - started > self.batch.max_wait_s:
+                        ids = ", ".join(b["id"] for b in waiting)
+                        raise BatchPending(f"{len(waiting)} batch(es) still running after {self.batch.max_wait_s:g} s ({ids}); "
+                                           f"their ids are kept in {self.batch_state_path}; re-run to collect them")
+                    self.sleep(self.batch.poll_interval_s)
+        return results

@@ -3,15 +3,25 @@
 Records are appended and flushed as they arrive, so an interrupted stage loses nothing and a
 re-run answers finished requests from the file. When a stage completes, `compact` rewrites the
 file with exactly the records of the requests that stage used, sorted, so outputs are byte-stable.
+
+A process killed in the middle of an append can leave a last line without its newline; on
+opening, such a torn tail is cut off (that attempt is simply made again). Every line passes
+through `secrets.redact` before it is written, so no API key can reach the file.
 """
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from pathlib import Path
 
-from gcpc.io import canonical_json, iter_jsonl
+from gcpc.io import canonical_json
 from gcpc.llm.base import CallRecord
+from gcpc.llm.secrets import redact
+
+
+def _line(record: CallRecord) -> str:
+    return redact(canonical_json(record)) + "\n"
 
 
 class CallStore:
@@ -19,14 +29,31 @@ class CallStore:
         self.path = Path(path)
         self._records: dict[str, list[CallRecord]] = defaultdict(list)
         if self.path.exists():
-            for i, rec in enumerate(iter_jsonl(self.path), 1):
-                try:
-                    record = CallRecord.model_validate(rec)
-                except Exception as exc:
-                    raise ValueError(f"{self.path}: record {i} is not a valid call record: {exc}") from exc
-                self._records[record.key].append(record)
+            self._load()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._fh = self.path.open("a", encoding="utf-8", newline="\n")
+
+    def _load(self) -> None:
+        data = self.path.read_bytes()
+        lines = data.split(b"\n")
+        torn = lines.pop() if lines else b""  # text after the last newline: empty unless an append was cut short
+        if torn.strip():
+            try:
+                json.loads(torn)
+                lines.append(torn)  # a complete record that only lacks its newline
+                with self.path.open("ab") as fh:
+                    fh.write(b"\n")
+            except ValueError:
+                with self.path.open("r+b") as fh:  # drop the torn tail; that attempt will be made again
+                    fh.truncate(len(data) - len(torn))
+        for i, raw in enumerate(lines, 1):
+            if not raw.strip():
+                continue
+            try:
+                record = CallRecord.model_validate(json.loads(raw))
+            except Exception as exc:
+                raise ValueError(f"{self.path}: record {i} is not a valid call record: {exc}") from exc
+            self._records[record.key].append(record)
 
     def finished(self, key: str) -> CallRecord | None:
         """The successful record for a request, if one was already made."""
@@ -38,9 +65,13 @@ class CallStore:
     def attempts(self, key: str) -> list[CallRecord]:
         return list(self._records.get(key, []))
 
+    def records(self) -> list[CallRecord]:
+        """Every record held, in (key, attempt) order."""
+        return sorted((r for rs in self._records.values() for r in rs), key=lambda r: (r.key, r.attempt))
+
     def append(self, record: CallRecord) -> None:
         self._records[record.key].append(record)
-        self._fh.write(canonical_json(record) + "\n")
+        self._fh.write(_line(record))
         self._fh.flush()
 
     def compact(self, keys: set[str]) -> None:
@@ -53,7 +84,7 @@ class CallStore:
         tmp = self.path.with_suffix(".tmp")
         with tmp.open("w", encoding="utf-8", newline="\n") as fh:
             for record in kept:
-                fh.write(canonical_json(record) + "\n")
+                fh.write(_line(record))
         tmp.replace(self.path)
         self._fh = self.path.open("a", encoding="utf-8", newline="\n")
 

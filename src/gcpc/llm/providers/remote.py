@@ -1,0 +1,133 @@
+"""What the Anthropic and OpenAI providers share: keys, SDK clients, retries, latency, batches.
+
+Each provider builds ONE request payload from an `LLMRequest` (`payload`), used verbatim for the
+synchronous call and as the body of a Batch API entry, so both modes ask exactly the same thing.
+Only `request.messages` and `request.sampling` are sent; the request's `inputs` never leave
+the machine. SDK retries are disabled (`max_retries=0`): `gcpc.llm.retry` is the only policy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from abc import ABC, abstractmethod
+from typing import Any
+
+from types import ModuleType
+
+from gcpc.llm import secrets
+from gcpc.llm.base import BatchResult, LLMRequest, RawResponse
+from gcpc.llm.retry import Backoff, acall_with_retries, call_with_retries
+from gcpc.llm.schemas import SCHEMAS
+from gcpc.llm.settings import LLMSettings
+
+
+class RemoteProvider(ABC):
+    name: str = "remote"
+    sdk: ModuleType  # the SDK module (anthropic / openai)
+
+    def __init__(self, settings: LLMSettings):
+        self.settings = settings
+        self.model = settings.model
+        keyless_ok = settings.base_url is not None and not settings.api_key_required
+        self._api_key = secrets.api_key(self.name, settings.api_key_env, required=not keyless_ok)
+        self._sync_client: Any = None
+        self._async_client: Any = None
+        self._async_loop: asyncio.AbstractEventLoop | None = None
+        self.backoff = Backoff(settings.retry)
+
+    # ---- SDK plumbing -----------------------------------------------------------------------
+    # Timeout / Limits are the SDKs' HTTP library's classes, reached through the SDK (both SDKs share it).
+    def timeout(self) -> Any:
+        t = self.settings.timeout_s
+        return self.sdk.Timeout(t, connect=min(10.0, t))
+
+    def limits(self) -> Any:
+        n = max(100, self.settings.concurrency)
+        return type(self.sdk.DEFAULT_CONNECTION_LIMITS)(max_connections=max(1000, n), max_keepalive_connections=n)
+
+    @abstractmethod
+    def make_sync_client(self) -> Any: ...
+
+    @abstractmethod
+    def make_async_client(self) -> Any: ...
+
+    def sync_client(self) -> Any:
+        if self._sync_client is None:
+            self._sync_client = self.make_sync_client()
+        return self._sync_client
+
+    def async_client(self) -> Any:
+        loop = asyncio.get_running_loop()
+        if self._async_client is None or self._async_loop is not loop:
+            self._async_client = self.make_async_client()
+            self._async_loop = loop
+        return self._async_client
+
+    async def aclose(self) -> None:
+        client, self._async_client, self._async_loop = self._async_client, None, None
+        if client is not None:
+            await client.close()
+
+    def close(self) -> None:
+        if self._sync_client is not None:
+            self._sync_client.close()
+            self._sync_client = None
+
+    # ---- one request ----------------------------------------------------------------------
+    @staticmethod
+    def output_model(request: LLMRequest) -> type | None:
+        return SCHEMAS.get(request.output_schema)
+
+    @abstractmethod
+    def call(self, client: Any, request: LLMRequest) -> RawResponse: ...
+
+    @abstractmethod
+    async def acall(self, client: Any, request: LLMRequest) -> RawResponse: ...
+
+    def _what(self, request: LLMRequest) -> str:
+        return f"{self.name} {request.model} request ({request.purpose})"
+
+    def complete(self, request: LLMRequest) -> RawResponse:
+        client = self.sync_client()
+
+        def once() -> RawResponse:
+            t0 = time.perf_counter()
+            raw = self.call(client, request)
+            return raw.model_copy(update={"latency_s": round(time.perf_counter() - t0, 6)})
+
+        raw, retries = call_with_retries(once, self.settings.retry, what=self._what(request), backoff=self.backoff)
+        return raw.model_copy(update={"transport_retries": retries})
+
+    async def acomplete(self, request: LLMRequest) -> RawResponse:
+        client = self.async_client()
+
+        async def once() -> RawResponse:
+            t0 = time.perf_counter()
+            raw = await self.acall(client, request)
+            return raw.model_copy(update={"latency_s": round(time.perf_counter() - t0, 6)})
+
+        raw, retries = await acall_with_retries(once, self.settings.retry, what=self._what(request), backoff=self.backoff)
+        return raw.model_copy(update={"transport_retries": retries})
+
+    # ---- batches (synchronous SDK calls, each retried like a model call) ----------------------
+    def retried(self, what: str, fn: Any) -> Any:
+        return call_with_retries(fn, self.settings.retry, what=f"{self.name} {what}", backoff=self.backoff)[0]
+
+    @abstractmethod
+    def submit_batch(self, requests: list[LLMRequest]) -> str: ...
+
+    @abstractmethod
+    def batch_status(self, batch_id: str) -> tuple[bool, dict[str, int]]: ...
+
+    @abstractmethod
+    def batch_results(self, batch_id: str) -> list[BatchResult]: ...
+
+
+def split_known(kwargs: dict[str, Any], known: set[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(arguments the SDK method takes, the rest for `extra_body`)."""
+    return {k: v for k, v in kwargs.items() if k in known}, {k: v for k, v in kwargs.items() if k not in known}
+
+
+def int_usage(**values: Any) -> dict[str, int]:
+    return {k: int(v) for k, v in values.items() if v is not None}

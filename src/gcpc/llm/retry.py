@@ -1,0 +1,130 @@
+"""Transport retries for real providers: which failures are transient, and how long to wait.
+
+The SDK clients are built with `max_retries=0`; this module is the only retry policy (see
+`RetrySettings`). Output validation retries are a different thing and live in the client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from gcpc.llm.base import ProviderError
+from gcpc.llm.secrets import redact
+from gcpc.llm.settings import RetrySettings
+
+T = TypeVar("T")
+
+RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
+
+
+@dataclass(frozen=True)
+class Failure:
+    retryable: bool
+    retry_after_s: float | None
+    message: str
+
+
+def retry_after_seconds(headers: Mapping[str, str] | None, *, now: float | None = None) -> float | None:
+    """Seconds the server asked us to wait: `retry-after-ms`, else `retry-after` (seconds or HTTP date)."""
+    if not headers:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def classify(exc: BaseException) -> Failure:
+    """Duck-typed over the anthropic and openai SDK exception hierarchies (both expose the same shape)."""
+    name = type(exc).__name__
+    status = getattr(exc, "status_code", None)
+    if isinstance(status, int):
+        response = getattr(exc, "response", None)
+        headers = getattr(response, "headers", None)
+        retryable = status in RETRYABLE_STATUS or status >= 500
+        return Failure(retryable, retry_after_seconds(headers) if retryable else None, f"HTTP {status} ({name}): {exc}")
+    if name in ("APITimeoutError", "TimeoutException", "ReadTimeout", "ConnectTimeout") or isinstance(exc, TimeoutError):
+        return Failure(True, None, f"timeout ({name})")
+    if name in ("APIConnectionError", "ConnectError", "RemoteProtocolError", "ReadError") or isinstance(exc, ConnectionError):
+        return Failure(True, None, f"connection error ({name}): {exc}")
+    if isinstance(exc, json.JSONDecodeError) or name == "APIResponseValidationError":
+        return Failure(True, None, f"malformed response body ({name}): {exc}")
+    return Failure(False, None, f"{name}: {exc}")
+
+
+class Backoff:
+    def __init__(self, settings: RetrySettings, rng: random.Random | None = None):
+        self.settings = settings
+        self.rng = rng or random.Random()
+
+    def delay(self, retry: int, retry_after_s: float | None) -> float:
+        """Wait before retry number `retry` (0-based): the server's Retry-After, else full-jitter backoff."""
+        if retry_after_s is not None:
+            return min(retry_after_s, self.settings.max_retry_after_s)
+        ceiling = min(self.settings.backoff_max_s, self.settings.backoff_base_s * (2**retry))
+        return self.rng.uniform(0, ceiling)
+
+
+def _give_up(what: str, failure: Failure, retries: int) -> ProviderError:
+    tail = f" after {retries} retr{'y' if retries == 1 else 'ies'}" if retries else ""
+    err = ProviderError(redact(f"{what}: {failure.message}{tail}"))
+    err.retryable = failure.retryable  # type: ignore[attr-defined]
+    return err
+
+
+def call_with_retries(fn: Callable[[], T], settings: RetrySettings, *, what: str, backoff: Backoff | None = None,
+                      sleep: Callable[[float], Any] = time.sleep) -> tuple[T, int]:
+    """Run `fn`, retrying transient failures; returns (result, retries used) or raises ProviderError."""
+    backoff = backoff or Backoff(settings)
+    retries = 0
+    while True:
+        try:
+            return fn(), retries
+        except ProviderError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - classified below, re-raised as ProviderError
+            failure = classify(exc)
+            if not failure.retryable or retries >= settings.max_retries:
+                raise _give_up(what, failure, retries) from None
+            sleep(backoff.delay(retries, failure.retry_after_s))
+            retries += 1
+
+
+async def acall_with_retries(fn: Callable[[], Awaitable[T]], settings: RetrySettings, *, what: str,
+                             backoff: Backoff | None = None) -> tuple[T, int]:
+    backoff = backoff or Backoff(settings)
+    retries = 0
+    while True:
+        try:
+            return await fn(), retries
+        except ProviderError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            failure = classify(exc)
+            if not failure.retryable or retries >= settings.max_retries:
+                raise _give_up(what, failure, retries) from None
+            await asyncio.sleep(backoff.delay(retries, failure.retry_after_s))
+            retries += 1

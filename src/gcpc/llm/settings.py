@@ -1,0 +1,106 @@
+"""Typed view of one `conf/llm/<name>.yaml` (as composed into params.yaml `generator:` / `judge:`).
+
+Only the sampling settings (`SAMPLING_KEYS`) enter the request key; everything else here is
+transport (concurrency, timeouts, retries, batch polling, endpoint) or accounting (prices), and
+changing it never invalidates recorded calls. API keys are never configuration: only the *name*
+of the environment variable that holds one (`api_key_env`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+SAMPLING_KEYS = ("temperature", "max_tokens", "seed", "top_p", "reasoning_effort", "effort", "extra_body")
+"""Config keys that change what the model is asked, so they are part of the request key."""
+
+SECRET_LIKE_KEYS = ("api_key", "apikey", "key", "token", "auth_token", "authorization", "password", "secret")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RetrySettings(_Strict):
+    """Transport retries (429, 5xx, 408/409, timeouts, connection errors, malformed bodies).
+
+    The SDKs' own retries are disabled (`max_retries=0` on every SDK client) so that this policy is
+    the only one: exponential backoff with full jitter, `min(max_s, base_s * 2**n) * U(0, 1)`, except
+    that a server's Retry-After / retry-after-ms is honoured (capped at `max_retry_after_s`).
+    """
+
+    max_retries: int = Field(default=6, ge=0)
+    backoff_base_s: float = Field(default=1.0, ge=0)
+    backoff_max_s: float = Field(default=60.0, ge=0)
+    max_retry_after_s: float = Field(default=300.0, ge=0)
+
+
+class BatchSettings(_Strict):
+    """`mode: batch`: submit to the provider's Batch API, poll, collect; resumable via a state file."""
+
+    poll_interval_s: float = Field(default=30.0, gt=0)
+    max_wait_s: float | None = Field(default=None, gt=0, description="stop waiting (state kept) after this long; re-run to collect")
+    max_requests: int = Field(default=10_000, ge=1, description="requests per submitted batch")
+
+
+class Prices(_Strict):
+    """USD per million tokens for `model`; cost summaries are computed from recorded usage."""
+
+    input_per_mtok: float = Field(ge=0)
+    output_per_mtok: float = Field(ge=0)
+    cache_write_per_mtok: float | None = Field(default=None, ge=0)
+    cache_read_per_mtok: float | None = Field(default=None, ge=0)
+    batch_discount: float = Field(default=0.5, ge=0, le=1, description="fraction taken off batch calls")
+    currency: str = "USD"
+    source: str | None = None
+
+
+class LLMSettings(_Strict):
+    provider: Literal["heuristic", "replay", "anthropic", "openai"]
+    model: str
+    recorded_provider: str | None = None
+    mode: Literal["sync", "batch", "replay"] = "sync"
+    temperature: float | None = None
+    max_tokens: int | None = Field(default=None, ge=1)
+    seed: int | None = None
+    top_p: float | None = None
+    reasoning_effort: str | None = None
+    effort: str | None = None
+    extra_body: dict[str, Any] | None = None
+    max_attempts: int = Field(default=3, ge=1, description="attempts per request when the output fails validation")
+    concurrency: int = Field(default=1, ge=1)
+    timeout_s: float = Field(default=120.0, gt=0)
+    retry: RetrySettings = Field(default_factory=RetrySettings)
+    batch: BatchSettings = Field(default_factory=BatchSettings)
+    prices: Prices | None = None
+    base_url: str | None = None
+    api_key_env: str | None = None
+    api_key_required: bool = True
+    max_tokens_param: Literal["max_completion_tokens", "max_tokens"] = "max_completion_tokens"
+    prompt_cache_key: bool = False
+    cache_ttl: Literal["5m", "1h"] | None = None
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name(cls, v: str | None) -> str | None:
+        if v is not None and (not v or not all(c.isalnum() or c == "_" for c in v)):
+            raise ValueError("must be the NAME of an environment variable (letters, digits, _), not a key")
+        return v
+
+    @classmethod
+    def from_cfg(cls, cfg: dict[str, Any], *, where: str = "llm config") -> LLMSettings:
+        for k in cfg:
+            if k.lower() in SECRET_LIKE_KEYS:
+                raise ValueError(f"{where}: '{k}' must not be configured; API keys are read only from the environment "
+                                 f"(set api_key_env to the variable's name, e.g. ANTHROPIC_API_KEY / OPENAI_API_KEY)")
+        try:
+            return cls.model_validate(cfg)
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+            raise ValueError(f"{where}: invalid llm settings ({problems})") from None
+
+
+def sampling_params(cfg: dict[str, Any]) -> dict[str, Any]:
+    """The sampling settings that belong in the request key (and so invalidate the cache when changed)."""
+    return {k: cfg[k] for k in SAMPLING_KEYS if cfg.get(k) is not None}

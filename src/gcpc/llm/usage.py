@@ -1,0 +1,123 @@
+"""Per-stage token and cost summary, computed from the stage's (compacted) llm_calls.jsonl.
+
+    from gcpc.llm.usage import write_usage_summary
+    write_usage_summary(out_dir / "llm_calls.jsonl", params["judge"])   # -> out_dir / "usage_summary.json"
+
+The summary is a pure function of the call file and the configured prices, so it is as
+deterministic as the call file (latencies and transport retries are left out). Every attempt
+counts, including invalid outputs that were retried and calls answered in earlier runs whose
+records the stage kept: it is the cost of producing these outputs. Prices are per million tokens
+(`prices:` in conf/llm/<name>.yaml) and apply to the configured (provider, model); batch
+attempts get `batch_discount` off. Anthropic reports input tokens excluding cache reads and
+writes; OpenAI usage is normalised to the same split (`input_tokens` = prompt - cached).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from gcpc.io import iter_jsonl, write_json
+from gcpc.llm.base import CallRecord
+
+TOKEN_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens", "reasoning_tokens")
+SUMMARY_NAME = "usage_summary.json"
+
+
+def _identity(cfg: dict[str, Any]) -> tuple[str, str]:
+    provider = cfg.get("provider", "")
+    if provider == "replay":
+        provider = cfg.get("recorded_provider", provider)
+    return provider, cfg.get("model", "")
+
+
+def applied_prices(cfg: dict[str, Any]) -> dict[str, float] | None:
+    prices = cfg.get("prices")
+    if not prices:
+        return None
+    p_in = float(prices["input_per_mtok"])
+    return {
+        "input_per_mtok": p_in,
+        "output_per_mtok": float(prices["output_per_mtok"]),
+        "cache_write_per_mtok": float(prices.get("cache_write_per_mtok") if prices.get("cache_write_per_mtok") is not None else p_in),
+        "cache_read_per_mtok": float(prices.get("cache_read_per_mtok") if prices.get("cache_read_per_mtok") is not None else p_in),
+        "batch_discount": float(prices.get("batch_discount", 0.5)),
+    }
+
+
+def record_cost(record: CallRecord, prices: dict[str, float]) -> float:
+    u = record.usage
+    cost = (u.get("input_tokens", 0) * prices["input_per_mtok"]
+            + u.get("cache_creation_input_tokens", 0) * prices["cache_write_per_mtok"]
+            + u.get("cache_read_input_tokens", 0) * prices["cache_read_per_mtok"]
+            + u.get("output_tokens", 0) * prices["output_per_mtok"]) / 1_000_000
+    if record.batch_id is not None:
+        cost *= 1 - prices["batch_discount"]
+    return cost
+
+
+def _empty() -> dict[str, Any]:
+    return {"keys": set(), "ok_keys": set(), "attempts": 0, "invalid_attempts": 0, "provider_errors": 0,
+            "batch_attempts": 0, "tokens": dict.fromkeys(TOKEN_FIELDS, 0), "cost": 0.0, "priced": True}
+
+
+def _add(group: dict[str, Any], record: CallRecord, cost: float | None) -> None:
+    group["keys"].add(record.key)
+    if record.ok:
+        group["ok_keys"].add(record.key)
+    group["attempts"] += 1
+    err = record.error or ""
+    group["invalid_attempts"] += err.startswith("invalid output")
+    group["provider_errors"] += err.startswith("provider error")
+    group["batch_attempts"] += record.batch_id is not None
+    for f in TOKEN_FIELDS:
+        group["tokens"][f] += int(record.usage.get(f, 0))
+    if cost is None:
+        group["priced"] = False
+    else:
+        group["cost"] += cost
+
+
+def _finish(group: dict[str, Any]) -> dict[str, Any]:
+    return {"requests": len(group["keys"]), "ok_requests": len(group["ok_keys"]), "attempts": group["attempts"],
+            "invalid_attempts": group["invalid_attempts"], "provider_errors": group["provider_errors"],
+            "batch_attempts": group["batch_attempts"], "tokens": group["tokens"],
+            "cost": round(group["cost"], 6) if group["priced"] else None}
+
+
+def summarize_usage(records: Iterable[CallRecord], cfg: dict[str, Any]) -> dict[str, Any]:
+    prices = applied_prices(cfg)
+    priced_identity = _identity(cfg)
+    total, by_model, by_purpose = _empty(), defaultdict(_empty), defaultdict(_empty)
+    unpriced: set[str] = set()
+    for record in records:
+        cost = None
+        if prices is not None and (record.provider, record.model) == priced_identity:
+            cost = record_cost(record, prices)
+        elif record.usage and any(record.usage.get(f) for f in TOKEN_FIELDS):
+            unpriced.add(f"{record.provider}/{record.model}")
+        else:
+            cost = 0.0  # no tokens (heuristic, provider errors): nothing to pay
+        for group in (total, by_model[f"{record.provider}/{record.model}"], by_purpose[record.purpose]):
+            _add(group, record, cost)
+    return {
+        "currency": (cfg.get("prices") or {}).get("currency", "USD"),
+        "priced_model": "/".join(priced_identity),
+        "prices": prices,
+        "unpriced_models": sorted(unpriced),
+        "total": _finish(total),
+        "by_model": {k: _finish(v) for k, v in sorted(by_model.items())},
+        "by_purpose": {k: _finish(v) for k, v in sorted(by_purpose.items())},
+    }
+
+
+def write_usage_summary(calls_path: str | Path, cfg: dict[str, Any], out_path: str | Path | None = None) -> dict[str, Any]:
+    """Summarize `calls_path` (a stage's llm_calls.jsonl) into `usage_summary.json` beside it; returns the summary."""
+    calls_path = Path(calls_path)
+    records = [CallRecord.model_validate(r) for r in iter_jsonl(calls_path)] if calls_path.exists() else []
+    summary = summarize_usage(records, cfg)
+    summary["calls_file"] = calls_path.name
+    write_json(Path(out_path) if out_path is not None else calls_path.with_name(SUMMARY_NAME), summary)
+    return summary

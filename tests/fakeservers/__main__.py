@@ -1,0 +1,58 @@
+"""Serve a fake LLM API until stdin closes: `python tests/fakeservers --provider openai --latency 0.2 [--workers 4]`.
+
+Prints one line with the base URL once every worker listens, then (on stdin EOF or SIGTERM) one
+JSON line with the counters summed over workers. With `--workers N` N processes share the port
+(SO_REUSEPORT), so the benchmark measures the client rather than one server process's GIL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from fakeservers import SERVERS  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--provider", choices=sorted(SERVERS), required=True)
+    parser.add_argument("--latency", type=float, default=0.0, help="artificial latency per model call, seconds")
+    parser.add_argument("--workers", type=int, default=1, help="server processes sharing the port")
+    parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    server = SERVERS[args.provider](latency_s=args.latency, port=args.port, reuse_port=args.workers > 1 or args.port != 0).start()
+    children = []
+    for _ in range(args.workers - 1):
+        child = subprocess.Popen([sys.executable, str(Path(__file__).resolve().parent), "--provider", args.provider,
+                                  "--latency", str(args.latency), "--port", str(server.port)],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert child.stdout is not None
+        child.stdout.readline()  # its URL: it listens
+        children.append(child)
+    print(server.url, flush=True)
+    signal.signal(signal.SIGTERM, lambda *_: sys.stdin.close())
+    try:
+        sys.stdin.read()
+    except ValueError:
+        pass
+    totals = {"model_calls": server.model_calls, "routes": dict(server.route_calls)}
+    for child in children:
+        assert child.stdin is not None and child.stdout is not None
+        child.stdin.close()
+        counts = json.loads(child.stdout.readline() or "{}")
+        child.wait(timeout=30)
+        totals["model_calls"] += counts.get("model_calls", 0)
+        for k, v in counts.get("routes", {}).items():
+            totals["routes"][k] = totals["routes"].get(k, 0) + v
+    print(json.dumps(totals), flush=True)
+    server.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,161 @@
+"""Fake OpenAI API: /v1/chat/completions, /v1/files and /v1/batches (the chat-completions batch flow)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from http.server import BaseHTTPRequestHandler
+from typing import Any
+
+from fakeservers.base import FakeLLMServer, schema_name_from
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return "\n".join(p.get("text", "") for p in content or [] if isinstance(p, dict))
+
+
+def parse_multipart(raw: bytes, content_type: str) -> dict[str, bytes]:
+    boundary = re.search(r'boundary="?([^";]+)"?', content_type).group(1).encode()
+    fields: dict[str, bytes] = {}
+    for part in raw.split(b"--" + boundary):
+        part = part.strip(b"\r\n")
+        if not part or part == b"--":
+            continue
+        head, _, data = part.partition(b"\r\n\r\n")
+        name = re.search(rb'name="([^"]+)"', head)
+        if name:
+            fields[name.group(1).decode()] = data
+    return fields
+
+
+class FakeOpenAI(FakeLLMServer):
+    provider = "openai"
+
+    def __init__(self, **kw: Any):
+        super().__init__(**kw)
+        self.errored_custom_ids: set[str] = set()
+
+    @staticmethod
+    def error_body(status: int, message: str) -> dict[str, Any]:
+        kind = {429: "rate_limit_exceeded", 400: "invalid_request_error", 401: "invalid_api_key"}.get(status, "server_error")
+        return {"error": {"message": message, "type": kind, "param": None, "code": kind}}
+
+    def completion_for(self, params: dict[str, Any], override: str | None = None) -> dict[str, Any]:
+        msgs = params.get("messages", [])
+        system = "\n".join(_text(m.get("content")) for m in msgs if m.get("role") in ("system", "developer"))
+        user = "\n".join(_text(m.get("content")) for m in msgs if m.get("role") == "user")
+        rf = params.get("response_format") or {}
+        schema = (rf.get("json_schema") or {}).get("schema") if rf.get("type") == "json_schema" else None
+        text = self.answer(params.get("model", ""), schema_name_from(schema), system, user)
+        if override is not None:
+            text = override
+        prompt_tokens = max(1, (len(system) + len(user)) // 4)
+        completion_tokens = max(1, len(text) // 4)
+        digest = hashlib.sha256(json.dumps(params, sort_keys=True).encode()).hexdigest()[:24]
+        return {
+            "id": f"chatcmpl-{digest}", "object": "chat.completion", "created": 1767225600, "model": params.get("model", ""),
+            "system_fingerprint": "fp_fake",
+            "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
+                         "message": {"role": "assistant", "content": text, "refusal": None}}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                      "total_tokens": prompt_tokens + completion_tokens,
+                      "prompt_tokens_details": {"cached_tokens": 0}, "completion_tokens_details": {"reasoning_tokens": 0}},
+        }
+
+    def dispatch(self, handler: BaseHTTPRequestHandler, method: str, raw: bytes) -> None:
+        path = handler.path.split("?")[0]
+        ctype = handler.headers.get("content-type", "")
+        if ctype.startswith("multipart/form-data"):
+            body: Any = {k: (v if k == "file" else v.decode()) for k, v in parse_multipart(raw, ctype).items()}
+        else:
+            body = json.loads(raw) if raw else None
+        self.log_request(f"{method} {path}", body, handler.headers)
+        if method == "POST" and path == "/v1/chat/completions":
+            self.count_route("chat")
+            self.enter()
+            try:
+                fault = self.take_fault()
+                if self.apply_fault(handler, fault, self.error_body):
+                    return
+                if self.latency_s:
+                    time.sleep(self.latency_s)
+                completion = self.completion_for(body, fault.text if fault is not None and fault.kind == "content" else None)
+            finally:
+                self.leave()
+            self.send_json(handler, 200, completion, {"x-request-id": "req_" + completion["id"][9:]})
+            return
+        if method == "POST" and path == "/v1/files":
+            self.count_route("file_upload")
+            file_id = self.next_id("file")
+            self.files[file_id] = body["file"]
+            self.send_json(handler, 200, {"id": file_id, "object": "file", "bytes": len(body["file"]), "created_at": 1767225600,
+                                          "filename": "batch.jsonl", "purpose": body.get("purpose", "batch"), "status": "processed"})
+            return
+        if method == "POST" and path == "/v1/batches":
+            self.count_route("batch_create")
+            batch_id = self.next_id("batch")
+            lines = [json.loads(line) for line in self.files[body["input_file_id"]].decode().splitlines() if line.strip()]
+            with self.lock:
+                self.batches[batch_id] = {"input_file_id": body["input_file_id"], "endpoint": body["endpoint"],
+                                          "lines": lines, "ended": False, "output_file_id": None, "error_file_id": None,
+                                          "metadata": body.get("metadata")}
+            self.send_json(handler, 200, self._batch_obj(batch_id))
+            return
+        m = re.fullmatch(r"/v1/batches/([^/]+)", path)
+        if method == "GET" and m:
+            batch_id = m.group(1)
+            if batch_id not in self.batches:
+                self.send_json(handler, 404, self.error_body(404, f"no batch {batch_id}"))
+                return
+            self.count_route("batch_retrieve")
+            if not self.hold_batches:
+                self.finish_batch(batch_id)
+            self.send_json(handler, 200, self._batch_obj(batch_id))
+            return
+        m = re.fullmatch(r"/v1/files/([^/]+)/content", path)
+        if method == "GET" and m and m.group(1) in self.files:
+            self.count_route("file_content")
+            self.send_bytes(handler, 200, self.files[m.group(1)], "application/octet-stream")
+            return
+        self.send_json(handler, 404, self.error_body(404, f"fake openai: no route {method} {path}"))
+
+    def finish_batch(self, batch_id: str) -> None:
+        batch = self.batches[batch_id]
+        if batch["ended"]:
+            return
+        out, err = [], []
+        for n, line in enumerate(reversed(batch["lines"])):
+            if line["custom_id"] in self.errored_custom_ids:  # errors once, then succeeds when resubmitted
+                self.errored_custom_ids.discard(line["custom_id"])
+                err.append({"id": f"batch_req_{n}", "custom_id": line["custom_id"], "response": None,
+                            "error": {"code": "server_error", "message": "injected batch item failure"}})
+                continue
+            completion = self.completion_for(line["body"])
+            out.append({"id": f"batch_req_{n}", "custom_id": line["custom_id"], "error": None,
+                        "response": {"status_code": 200, "request_id": "req_" + completion["id"][9:], "body": completion}})
+        out_id = self.next_id("file")
+        self.files[out_id] = "".join(json.dumps(r) + "\n" for r in out).encode()
+        batch["output_file_id"] = out_id
+        if err:
+            err_id = self.next_id("file")
+            self.files[err_id] = "".join(json.dumps(r) + "\n" for r in err).encode()
+            batch["error_file_id"] = err_id
+        batch["failed"] = len(err)
+        batch["ended"] = True
+
+    def _batch_obj(self, batch_id: str) -> dict[str, Any]:
+        batch = self.batches[batch_id]
+        n = len(batch["lines"])
+        ended = batch["ended"]
+        failed = batch.get("failed", 0)
+        return {
+            "id": batch_id, "object": "batch", "endpoint": batch["endpoint"], "input_file_id": batch["input_file_id"],
+            "completion_window": "24h", "status": "completed" if ended else "in_progress", "created_at": 1767225600,
+            "output_file_id": batch["output_file_id"], "error_file_id": batch["error_file_id"],
+            "metadata": batch.get("metadata"),
+            "request_counts": {"total": n, "completed": n - failed if ended else 0, "failed": failed},
+        }

@@ -1,21 +1,51 @@
-"""Mechanical gates: each rejects what it should, names the gate and the item, and passes the rest."""
+"""Mechanical gates: each rejects what it should, names the gate and the item, and passes the rest.
+
+Adversarial items: a quote one character off, a quote of the reference solution, a reference to a
+test that does not exist, parametrized ids, and an item that is a verbatim `assert` line.
+"""
+
+import re
 
 from gcpc.corpus.models import VerifierTest
 from gcpc.llm.schemas import GeneratedItem
-from gcpc.synthesis.gates import check_items, quote_in_instruction, resolve_test_ref, restates_test
+from gcpc.synthesis.gates import (
+    GATES,
+    check_items,
+    failed_gate_kinds,
+    normalize_ws,
+    quote_in_instruction,
+    resolve_test_ref,
+    restates_test,
+)
 
 INSTRUCTION = """Compute the mean of `price` in `/root/data.csv`.
 
 Save the result to `/root/out.json`   with the key
 `mean_price`.
+
+Run `python3 /root/check.py --input /root/data.csv --strict` and keep its exit code zero.
 """
+TEST_SOURCE_MEAN = (
+    'def test_mean(self):\n'
+    '    """Save the mean price of every row to the output file with the key mean price."""\n'
+    '    # compare with the reference\n'
+    '    assert abs(load()["mean_price"] - 12.5) < 1e-6, "the mean price in the output file must match the reference mean price within tolerance"'
+)
 TESTS = [
     VerifierTest(id="test_outputs.py::test_file_exists", file="test_outputs.py", name="test_file_exists",
                  source='def test_file_exists():\n    assert os.path.exists("/root/out.json")'),
     VerifierTest(id="test_outputs.py::TestValues::test_mean", file="test_outputs.py", name="test_mean", cls="TestValues",
-                 source='def test_mean(self):\n    """Save the mean price of every row to the output file with the key mean price."""\n    # compare with the reference\n    assert abs(load()["mean_price"] - 12.5) < 1e-6, "the mean price in the output file must match the reference mean price within tolerance"'),
+                 source=TEST_SOURCE_MEAN),
     VerifierTest(id="test_outputs.py::test_rows[a]", file="test_outputs.py", name="test_rows", source="def test_rows(x): ..."),
+    VerifierTest(id="test_outputs.py::test_rows[b]", file="test_outputs.py", name="test_rows", source="def test_rows(x): ..."),
+    VerifierTest(id="test_outputs.py::test_checker", file="test_outputs.py", name="test_checker",
+                 source='def test_checker():\n    r = subprocess.run("python3 /root/check.py --input /root/data.csv --strict", shell=True)\n'
+                        '    assert r.returncode == 0'),
 ]
+FAKE_SOLUTION = """#!/bin/bash
+# reference solution (never shown to the generator)
+python3 -c "import pandas as pd, json; json.dump({'mean_price': pd.read_csv('/root/data.csv').price.mean()}, open('/root/out.json', 'w'))"
+"""
 
 
 def item(**kw) -> GeneratedItem:
@@ -24,41 +54,139 @@ def item(**kw) -> GeneratedItem:
     return GeneratedItem(**(base | kw))
 
 
+def failing(items, lo=1, hi=15):
+    return [(r.gate, r.item_index) for r in check_items(items, INSTRUCTION, TESTS, min_items=lo, max_items=hi) if not r.passed]
+
+
+# --- quote_verbatim -------------------------------------------------------------------------
+
+
 def test_quote_normalizes_whitespace_only():
     assert quote_in_instruction("Save the result to `/root/out.json` with the key `mean_price`.", INSTRUCTION)
+    assert quote_in_instruction("Save the result to\t`/root/out.json`\n with the key `mean_price`.", INSTRUCTION)
     assert not quote_in_instruction("save the result to `/root/out.json`", INSTRUCTION)  # case matters
     assert not quote_in_instruction("Save the result to /root/out.json", INSTRUCTION)  # markdown matters
+    assert not quote_in_instruction("Save the result to `/root/out.json`,", INSTRUCTION)  # punctuation matters
     assert not quote_in_instruction("   ", INSTRUCTION)
+    assert normalize_ws("  a \n\t b  ") == "a b"
+
+
+def test_quote_one_character_off_is_rejected():
+    good = "Compute the mean of `price` in `/root/data.csv`."
+    assert quote_in_instruction(good, INSTRUCTION)
+    for i in range(len(good)):
+        if good[i].isspace():
+            continue
+        off = good[:i] + ("X" if good[i] != "X" else "Y") + good[i + 1:]
+        assert not quote_in_instruction(off, INSTRUCTION), off
+    dropped = good[:-1]  # one character short is a substring, so still verbatim: a prefix is a real span
+    assert quote_in_instruction(dropped, INSTRUCTION)
+    assert failing([item(quote="Compute the mean of `price` in `/root/data.cvs`.")]) == [("quote_verbatim", 0)]
+
+
+def test_quote_of_the_solution_rather_than_the_instruction_is_rejected():
+    solution_line = FAKE_SOLUTION.splitlines()[2]
+    assert "/root/out.json" in solution_line and "mean_price" in solution_line
+    sneaky = item(text="The mean price is written to /root/out.json with the key mean_price.", quote=solution_line)
+    assert failing([sneaky]) == [("quote_verbatim", 0)]
+    # even a short span of the solution that the instruction does not contain
+    assert failing([item(quote="json.dump({'mean_price'")]) == [("quote_verbatim", 0)]
+
+
+# --- assertion_ref --------------------------------------------------------------------------
 
 
 def test_test_refs_resolve_by_id_class_method_and_param():
     assert resolve_test_ref("test_outputs.py::test_file_exists", TESTS) == "test_outputs.py::test_file_exists"
+    assert resolve_test_ref("test_file_exists", TESTS) == "test_outputs.py::test_file_exists"
     assert resolve_test_ref("TestValues::test_mean", TESTS) == "test_outputs.py::TestValues::test_mean"
+    assert resolve_test_ref("test_mean", TESTS) == "test_outputs.py::TestValues::test_mean"
     assert resolve_test_ref("test_rows[a]", TESTS) == "test_outputs.py::test_rows[a]"
-    assert resolve_test_ref("test_rows[b]", TESTS) is None
+    assert resolve_test_ref("test_outputs.py::test_rows[b]", TESTS) == "test_outputs.py::test_rows[b]"
+
+
+def test_unresolvable_refs():
+    assert resolve_test_ref("test_rows[c]", TESTS) is None  # parameter the verifier does not have
+    assert resolve_test_ref("test_rows", TESTS) is None  # a parametrized function name is not a test id
     assert resolve_test_ref("test_missing", TESTS) is None
+    assert resolve_test_ref("OtherClass::test_mean", TESTS) is None
+    assert resolve_test_ref("est_mean", TESTS) is None  # suffixes count only at '::' boundaries
+    assert resolve_test_ref("test_mean", []) is None
+
+
+def test_assertion_ref_gate():
+    assert failing([item(route="assertion", test_refs=["test_outputs.py::test_file_exists", "test_rows[a]"])]) == []
+    assert failing([item(route="assertion", test_refs=[])]) == [("assertion_ref", 0)]
+    assert failing([item(route="assertion", test_refs=["test_does_not_exist"])]) == [("assertion_ref", 0)]
+    assert failing([item(route="assertion", test_refs=["test_file_exists", "test_nope"])]) == [("assertion_ref", 0)]
+    assert failing([item(route="assertion", test_refs=["test_rows"])]) == [("assertion_ref", 0)]
+    # a reference on another route must resolve too
+    assert failing([item(route="generated", test_refs=["test_ghost"])]) == [("assertion_ref", 0)]
+
+
+# --- no_test_restatement --------------------------------------------------------------------
+
+
+def test_verbatim_assert_line_is_rejected():
+    assert_line = TEST_SOURCE_MEAN.splitlines()[-1].strip()
+    assert restates_test(assert_line, TESTS)
+    assert failing([item(text=assert_line)]) == [("no_test_restatement", 0)]
+    assert failing([item(text="assert out['mean_price'] == 12.5")]) == [("no_test_restatement", 0)]
+    assert failing([item(text="load()['mean_price'] != None")]) == [("no_test_restatement", 0)]
 
 
 def test_restatement_rule():
-    assert restates_test("assert the mean equals 12.5", TESTS)
+    # prose copied from the test's code (an assertion message) restates the test
     assert restates_test("mean price in the output file must match the reference mean price within tolerance", TESTS)
     assert restates_test("The output file /root/out.json exists.", TESTS) is None
-    # syntax that the instruction itself contains is quoted, not restated
+    # syntax that the instruction quote itself contains is quoted, not restated
     assert restates_test("Install `pkg==1.2`", TESTS, quote="Install `pkg==1.2`") is None
     # docstrings and comments paraphrase the instruction; sharing them is not restating code
     assert restates_test("Save the mean price of every row to the output file with the key mean price", TESTS) is None
 
 
-def gates_failing(items, **kw):
-    return [(r.gate, r.item_index) for r in check_items(items, INSTRUCTION, TESTS, min_items=kw.get("lo", 1), max_items=kw.get("hi", 15)) if not r.passed]
+def test_words_the_instruction_states_are_not_restatement():
+    text = "Run `python3 /root/check.py --input /root/data.csv --strict` and keep its exit code zero."
+    # the checker's command line is in the test code, but the instruction states it first
+    assert restates_test(text, TESTS) is not None
+    assert restates_test(text, TESTS, quote=text, instruction=INSTRUCTION) is None
+    assert failing([item(text=text, quote=text, route="assertion", test_refs=["test_checker"])]) == []
+    # the same run of words gains nothing from the instruction when the instruction lacks it
+    other = "Run python3 root check py input root data csv strict and then stop."
+    assert restates_test(other, TESTS, instruction="Compute the mean of `price`.") is not None
 
 
-def test_each_gate_names_itself_and_the_item():
+# --- item_count and messages ----------------------------------------------------------------
+
+
+def test_count_gate():
     good = item()
-    assert gates_failing([good]) == []
-    assert gates_failing([good, item(quote="Write everything to disk")]) == [("quote_verbatim", 1)]
-    assert gates_failing([item(route="assertion", test_refs=[])]) == [("assertion_ref", 0)]
-    assert gates_failing([item(route="assertion", test_refs=["test_nope"])]) == [("assertion_ref", 0)]
-    assert gates_failing([item(text="assert out['mean_price'] == 12.5")]) == [("no_test_restatement", 0)]
-    assert gates_failing([good], lo=4) == [("item_count", None)]
-    assert gates_failing([good] * 3, hi=2) == [("item_count", None)]
+    assert failing([good] * 4, lo=4, hi=15) == []
+    assert failing([good] * 3, lo=4, hi=15) == [("item_count", None)]
+    assert failing([good] * 16, lo=4, hi=15) == [("item_count", None)]
+    assert failing([], lo=4, hi=15) == [("item_count", None)]
+
+
+def test_every_rejection_names_the_gate_and_the_item():
+    items = [item(), item(quote="Write everything to disk"), item(route="assertion", test_refs=["test_nope"]),
+             item(text="assert out['mean_price'] == 12.5")]
+    results = check_items(items, INSTRUCTION, TESTS, min_items=5, max_items=15)
+    assert {r.gate for r in results} == set(GATES)
+    rejected = [r for r in results if not r.passed]
+    assert [(r.gate, r.item_index) for r in rejected] == [
+        ("quote_verbatim", 1), ("assertion_ref", 2), ("no_test_restatement", 3), ("item_count", None)]
+    for r in rejected:
+        assert r.message.startswith(f"[{r.gate}] ")
+        if r.item_index is not None:
+            assert re.search(rf"\bitem {r.item_index} \(", r.message), r.message
+            assert normalize_ws(items[r.item_index].quote)[:20] in r.message
+        else:
+            assert "checklist: 4 items" in r.message
+    assert failed_gate_kinds(results, len(items), 5) == ["assertion_ref", "count_low", "no_test_restatement", "quote_verbatim"]
+
+
+def test_gates_are_deterministic():
+    items = [item(), item(quote="nope"), item(route="assertion", test_refs=["test_rows[a]"])]
+    first = check_items(items, INSTRUCTION, TESTS, min_items=1, max_items=15)
+    again = check_items(items, INSTRUCTION, TESTS, min_items=1, max_items=15)
+    assert [r.model_dump() for r in first] == [r.model_dump() for r in again]

@@ -27,13 +27,35 @@ def test_signature_admits_only_instruction_and_verifier():
     assert not forbidden & set(params)
 
 
-def test_request_carries_only_instruction_tests_and_limits():
+def test_request_carries_only_instruction_tests_rules_and_limits():
     settings = SynthesisSettings()
     request = build_request(INSTRUCTION, TESTS, llm_cfg=HEURISTIC, settings=settings, template=settings.template())
-    assert set(request.inputs) == {"instruction", "tests", "limits", "previous_rejections"}
+    # task material: the instruction and the verifier; the rest is rules (category scheme, limits) and gate feedback
+    assert set(request.inputs) == {"instruction", "tests", "limits", "category_scheme", "previous_rejections", "rejection_history"}
+    assert request.inputs["tests"] == [{"id": t.id, "source": t.source} for t in TESTS]
+    assert [c["name"] for c in request.inputs["category_scheme"]] == [
+        "comprehension", "acquisition", "computation", "construction", "validation"]
     assert request.provider == "heuristic"
     text = "\n".join(m.content for m in request.messages)
     assert INSTRUCTION.strip() in text and "test_summary" in text
+
+
+def test_nothing_outside_instruction_and_tests_reaches_the_request(tmp_path):
+    """A Harbor task folder with a reference solution: the solution never reaches the generator."""
+    from gcpc.corpus.harbor import read_task
+
+    task = tmp_path / "sales"
+    (task / "tests").mkdir(parents=True)
+    (task / "solution").mkdir()
+    (task / "instruction.md").write_text(INSTRUCTION, encoding="utf-8")
+    (task / "tests" / "test_outputs.py").write_text(TESTS[0].source + "\n", encoding="utf-8")
+    marker = "SOLUTION_MARKER_7f3a"
+    (task / "solution" / "solve.sh").write_text(f"echo {marker} > /root/summary.json\n", encoding="utf-8")
+    loaded = read_task(task, "demo")
+    settings = SynthesisSettings()
+    request = build_request(loaded.instruction, loaded.tests, llm_cfg=HEURISTIC, settings=settings, template=settings.template())
+    assert marker not in request.model_dump_json()
+    assert [t["id"] for t in request.inputs["tests"]] == ["test_outputs.py::test_summary"]
 
 
 def test_heuristic_checklist_passes_gates_and_quotes_verbatim(tmp_path):

@@ -1,7 +1,16 @@
 """Checklist synthesis: instruction + verifier in, gated and frozen checklist out.
 
 The generator sees the task instruction and the verifier tests and nothing else; no trajectory,
-outcome or reference solution can reach `synthesize_checklist` (its signature admits none).
+outcome or reference solution can reach `synthesize_checklist` (its signature admits none). The
+rules it follows are files (prompts/rules/*.md) rendered into the generator template
+(prompts/synthesis/generator.jinja); their hashes are recorded with every frozen checklist.
+
+Regeneration: a response with any failing gate is rejected and the task regenerated, up to
+`max_regenerations` generation attempts in all. Each new request carries every earlier rejection
+(gate messages and compact codes), so it differs from the last and a regeneration cannot
+reintroduce what an earlier attempt was rejected for. Code never edits an item: what is frozen is
+the accepted response as generated (test references are only written out as the full test id
+they unambiguously resolve to).
 """
 
 from __future__ import annotations
@@ -18,12 +27,14 @@ from gcpc.llm.prompts import PromptTemplate
 from gcpc.llm.schemas import GeneratedChecklist
 from gcpc.synthesis.gates import GateResult, check_items, failed_gate_kinds, resolve_test_ref
 from gcpc.synthesis.models import ChecklistItem, Provenance, SynthesisAttempt
+from gcpc.synthesis.scheme import CategoryScheme, read_generator_scheme
 
 RULE_FILES = {
     "item_contract": "item_contract.md",
     "provenance": "provenance.md",
     "categories": "categories.md",
 }
+GENERATOR_TEMPLATE = "synthesis/generator.jinja"
 
 
 @dataclass(frozen=True)
@@ -35,16 +46,31 @@ class SynthesisSettings:
 
     @classmethod
     def from_params(cls, cfg: dict[str, Any]) -> SynthesisSettings:
-        return cls(
+        settings = cls(
             min_items=int(cfg.get("min_items", 4)),
             max_items=int(cfg.get("max_items", 15)),
             max_regenerations=int(cfg.get("max_regenerations", 3)),
             prompts_dir=Path(cfg.get("prompts_dir", "prompts")),
         )
+        if not 1 <= settings.min_items <= settings.max_items:
+            raise ValueError(f"params.yaml: synthesis.min_items ({settings.min_items}) and max_items "
+                             f"({settings.max_items}) must satisfy 1 <= min_items <= max_items")
+        if settings.max_regenerations < 1:
+            raise ValueError("params.yaml: synthesis.max_regenerations must be >= 1 (it counts generation attempts)")
+        return settings
+
+    def rule_paths(self) -> dict[str, Path]:
+        return {name: self.prompts_dir / "rules" / fname for name, fname in RULE_FILES.items()}
+
+    def template_files(self) -> list[Path]:
+        """Every file the generator prompt is rendered from (declared as deps of the synthesize stage)."""
+        return [self.prompts_dir / GENERATOR_TEMPLATE, *self.rule_paths().values()]
 
     def template(self) -> PromptTemplate:
-        rules = {name: self.prompts_dir / "rules" / fname for name, fname in RULE_FILES.items()}
-        return PromptTemplate(self.prompts_dir / "synthesis" / "generator.jinja", rules)
+        return PromptTemplate(self.prompts_dir / GENERATOR_TEMPLATE, self.rule_paths())
+
+    def category_scheme(self) -> CategoryScheme:
+        return read_generator_scheme(self.rule_paths()["categories"])
 
     def rules_hash(self) -> str:
         texts = [(self.prompts_dir / "rules" / f).read_text(encoding="utf-8") for f in sorted(RULE_FILES.values())]
@@ -66,17 +92,23 @@ def build_request(
     llm_cfg: dict[str, Any],
     settings: SynthesisSettings,
     template: PromptTemplate,
-    previous: Sequence[GateResult] = (),
-    previous_kinds: Sequence[str] = (),
+    scheme: CategoryScheme | None = None,
+    history: Sequence[Sequence[GateResult]] = (),
+    history_kinds: Sequence[Sequence[str]] = (),
 ) -> LLMRequest:
+    """The generation request; `history` holds the gate results of every earlier rejected attempt."""
+    scheme = scheme or settings.category_scheme()
     test_view = [{"id": t.id, "source": t.source} for t in tests]
     limits = {"min_items": settings.min_items, "max_items": settings.max_items}
+    rounds = [[g.message for g in gates if not g.passed] for gates in history]
+    kinds = [list(k) for k in history_kinds]
+    union = sorted({k for ks in kinds for k in ks})
     messages = template.render(
         GeneratedChecklist,
         instruction=instruction,
         tests=test_view,
-        previous_rejections=list(previous_kinds),
-        rejection_messages=[g.message for g in previous if not g.passed],
+        previous_rejections=union,
+        rejection_rounds=rounds,
         **limits,
     )
     provider, model = request_identity(llm_cfg)
@@ -89,7 +121,8 @@ def build_request(
         json_schema=GeneratedChecklist.model_json_schema(),
         sampling=sampling_params(llm_cfg),
         template_hash=template.hash,
-        inputs={"instruction": instruction, "tests": test_view, "limits": limits, "previous_rejections": list(previous_kinds)},
+        inputs={"instruction": instruction, "tests": test_view, "limits": limits,
+                "category_scheme": scheme.as_input(), "previous_rejections": union, "rejection_history": kinds},
     )
 
 
@@ -104,38 +137,44 @@ def synthesize_checklist(
 ) -> SynthesisOutcome:
     """Generate, gate, and regenerate until every gate passes or the attempt budget is spent."""
     template = settings.template()
+    scheme = settings.category_scheme()
     provider, model = request_identity(llm_cfg)
     provenance = Provenance(provider=provider, model=model, prompt_hash=template.hash, rules_hash=settings.rules_hash())
     outcome = SynthesisOutcome(items=None, provenance=provenance)
-    previous: list[GateResult] = []
-    kinds: list[str] = []
+    history: list[list[GateResult]] = []
+    history_kinds: list[list[str]] = []
     for attempt in range(1, settings.max_regenerations + 1):
         request = build_request(instruction, tests, llm_cfg=llm_cfg, settings=settings, template=template,
-                                previous=previous, previous_kinds=kinds)
+                                scheme=scheme, history=history, history_kinds=history_kinds)
         result = client.run_one(request, GeneratedChecklist)
         raw = [r.response_text for r in client.store.attempts(result.key)]
         gates: list[GateResult] = []
+        parsed: GeneratedChecklist | None = None
         if result.ok and result.parsed is not None:
             parsed = GeneratedChecklist.model_validate(result.parsed)
             gates = check_items(parsed.items, instruction, tests, min_items=settings.min_items, max_items=settings.max_items)
-        accepted = result.ok and all(g.passed for g in gates)
+        accepted = parsed is not None and all(g.passed for g in gates)
+        previous = sorted({k for ks in history_kinds for k in ks})
         outcome.attempts.append(SynthesisAttempt(
             benchmark=label[0], task_id=label[1], attempt=attempt, request_key=result.key, prompt_hash=template.hash,
-            previous_rejections=kinds, call_attempts=result.attempts, raw_responses=raw, parsed=result.parsed,
+            previous_rejections=previous, call_attempts=result.attempts, raw_responses=raw, parsed=result.parsed,
             error=result.error, gate_results=gates, accepted=accepted,
         ))
-        if accepted:
+        if accepted and parsed is not None:
             outcome.items = [
                 ChecklistItem(item_id=f"i{i:02d}", text=it.text, quote=it.quote, route=it.route,
                               test_refs=[resolve_test_ref(r, tests) or r for r in it.test_refs], category=it.category)
                 for i, it in enumerate(parsed.items, 1)
             ]
+            outcome.provenance = provenance.model_copy(update={"request_key": result.key})
             return outcome
-        if not result.ok:
+        if parsed is None:
             outcome.failure = f"no valid response after {result.attempts} call attempt(s): {result.error}"
             return outcome
-        previous = gates
-        # Feedback accumulates: a regeneration must not reintroduce what an earlier attempt was rejected for.
-        kinds = sorted(set(kinds) | set(failed_gate_kinds(gates, len(parsed.items), settings.min_items)))
-    outcome.failure = f"gates still failing after {settings.max_regenerations} generation attempt(s): {', '.join(kinds)}"
+        history.append(gates)
+        history_kinds.append(failed_gate_kinds(gates, len(parsed.items), settings.min_items))
+    failed = [g.message for g in history[-1] if not g.passed]
+    shown = "; ".join(failed[:3]) + (f"; and {len(failed) - 3} more" if len(failed) > 3 else "")
+    outcome.failure = (f"gates still failing after {settings.max_regenerations} generation attempt(s) "
+                       f"({', '.join(sorted({k for ks in history_kinds for k in ks}))}); last attempt: {shown}")
     return outcome

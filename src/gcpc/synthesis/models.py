@@ -21,10 +21,13 @@ class ChecklistItem(BaseModel):
 
 
 class Provenance(BaseModel):
+    """Who wrote a checklist and from which rules: shared by every item of the checklist."""
+
     provider: str
     model: str
-    prompt_hash: str
-    rules_hash: str
+    prompt_hash: str = Field(description="hash of the generator template and every rules file it embeds")
+    rules_hash: str = Field(description="hash of the rules files alone")
+    request_key: str = Field(default="", description="call-store key of the accepted generation request")
 
 
 class Checklist(BaseModel):

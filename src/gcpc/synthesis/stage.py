@@ -7,16 +7,15 @@ from typing import Any
 
 from gcpc.corpus.models import Task
 from gcpc.io import read_models, write_jsonl
-from gcpc.llm import make_client, request_identity
+from gcpc.llm import llm_session, request_identity
 from gcpc.synthesis.generate import SynthesisSettings, synthesize_checklist
 from gcpc.synthesis.models import Checklist, Provenance
 
 
 def synthesize_all(tasks: list[Task], llm_cfg: dict[str, Any], settings: SynthesisSettings, out_dir: Path, *, progress: bool = True) -> list[Checklist]:
     out_dir.mkdir(parents=True, exist_ok=True)
-    client = make_client(llm_cfg, out_dir / "llm_calls.jsonl", progress=progress)
     checklists, attempts = [], []
-    try:
+    with llm_session(llm_cfg, out_dir / "llm_calls.jsonl", progress=progress) as client:
         for task in sorted(tasks, key=lambda t: (t.benchmark, t.task_id)):
             outcome = synthesize_checklist(task.instruction, task.tests, client=client, llm_cfg=llm_cfg,
                                            settings=settings, label=(task.benchmark, task.task_id))
@@ -31,9 +30,6 @@ def synthesize_all(tasks: list[Task], llm_cfg: dict[str, Any], settings: Synthes
                 first_attempt_valid=bool(outcome.attempts and outcome.attempts[0].accepted),
                 failure=outcome.failure,
             ).with_hash())
-        client.store.compact(client.used_keys)
-    finally:
-        client.store.close()
     write_jsonl(out_dir / "checklists.jsonl", checklists)
     write_jsonl(out_dir / "attempts.jsonl", attempts)
     return checklists

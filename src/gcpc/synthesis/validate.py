@@ -2,82 +2,143 @@
 
 The gates already ran inside synthesis; running them again here, from the stored outputs alone,
 is the audit that a frozen checklist really passes them (and the numbers of Table 4).
+
+Validity (Table 4) is counted over items:
+  * first attempt: items of every task's first generation attempt that pass every per-item gate
+    (quote, references, restatement), over all items of those attempts;
+  * after regeneration: the same over every task's final attempt (the accepted one for a frozen
+    checklist, the last one for a failed task).
+The count gate is a property of a checklist, not of an item: `..._all_gates` counts an item as
+valid only when its checklist also passes the count gate, and the task-level shares report it.
 """
 
 from __future__ import annotations
 
 import statistics
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
 from gcpc.corpus.models import Task
 from gcpc.llm.schemas import GeneratedItem
-from gcpc.synthesis.gates import check_items
+from gcpc.synthesis.gates import check_items, item_passes
 from gcpc.synthesis.models import Checklist, SynthesisAttempt
 
-
-def _item_validity(attempt: SynthesisAttempt) -> tuple[int, int]:
-    """(items passing all per-item gates, items) in one attempt."""
-    per_item: dict[int, bool] = {}
-    for g in attempt.gate_results:
-        if g.item_index is not None:
-            per_item[g.item_index] = per_item.get(g.item_index, True) and g.passed
-    return sum(per_item.values()), len(per_item)
+ROUTES = ("assertion", "generated", "judge")
 
 
-def validate(tasks: list[Task], checklists: list[Checklist], attempts: list[SynthesisAttempt], *, min_items: int, max_items: int) -> dict[str, Any]:
+def _item_validity(attempt: SynthesisAttempt) -> tuple[int, int, int]:
+    """(items passing all per-item gates, of those in a checklist that passes the count gate too, items)."""
+    per_item = item_passes(attempt.gate_results)
+    count_ok = all(g.passed for g in attempt.gate_results if g.gate == "item_count")
+    ok = sum(per_item.values())
+    return ok, ok if count_ok else 0, len(per_item)
+
+
+def _share(num: int, den: int) -> float:
+    return num / den if den else 0.0
+
+
+def summarize(checklists: Sequence[Checklist], attempts: Sequence[SynthesisAttempt]) -> dict[str, Any]:
+    """Counts, validity, route mix and items-per-task distribution of one set of checklists."""
+    keys = {(c.benchmark, c.task_id) for c in checklists}
+    by_task: dict[tuple[str, str], list[SynthesisAttempt]] = {}
+    for a in attempts:
+        if (a.benchmark, a.task_id) in keys:
+            by_task.setdefault((a.benchmark, a.task_id), []).append(a)
+    first = [min(v, key=lambda a: a.attempt) for v in by_task.values()]
+    final = [max(v, key=lambda a: a.attempt) for v in by_task.values()]
+    first_v = [_item_validity(a) for a in first]
+    final_v = [_item_validity(a) for a in final]
+    first_ok, first_all, first_n = (sum(v[k] for v in first_v) for k in range(3))
+    final_ok, final_all, final_n = (sum(v[k] for v in final_v) for k in range(3))
+    frozen = [c for c in checklists if c.status == "frozen"]
+    items = [i for c in frozen for i in c.items]
+    counts = sorted(len(c.items) for c in frozen)
+    quartiles = statistics.quantiles(counts, n=4, method="inclusive") if len(counts) > 1 else [float(sum(counts))] * 3
+    routes = Counter(i.route for i in items)
+    rejections = Counter(g.gate for a in attempts if (a.benchmark, a.task_id) in keys for g in a.gate_results if not g.passed)
+    return {
+        "n_tasks": len(checklists),
+        "n_frozen": len(frozen),
+        "n_failed": len(checklists) - len(frozen),
+        "n_items": len(items),
+        "items_per_task": {
+            "min": counts[0] if counts else 0,
+            "q1": quartiles[0],
+            "median": statistics.median(counts) if counts else 0,
+            "q3": quartiles[2],
+            "max": counts[-1] if counts else 0,
+            "histogram": [{"items": k, "tasks": v} for k, v in sorted(Counter(counts).items())],
+        },
+        "route_counts": {r: routes[r] for r in ROUTES},
+        "route_share": {r: _share(routes[r], len(items)) for r in ROUTES},
+        "items_first_attempt": first_n,
+        "items_first_attempt_valid": first_ok,
+        "item_validity_first_attempt": _share(first_ok, first_n),
+        "items_first_attempt_valid_all_gates": first_all,
+        "item_validity_first_attempt_all_gates": _share(first_all, first_n),
+        "items_final_attempt": final_n,
+        "items_final_attempt_valid": final_ok,
+        "item_validity_after_regeneration": _share(final_ok, final_n),
+        "items_final_attempt_valid_all_gates": final_all,
+        "item_validity_after_regeneration_all_gates": _share(final_all, final_n),
+        "task_validity_first_attempt": _share(sum(c.first_attempt_valid for c in checklists), len(checklists)),
+        "task_validity_after_regeneration": _share(len(frozen), len(checklists)),
+        "n_generation_attempts": sum(len(v) for v in by_task.values()),
+        "rejections_by_gate": dict(sorted(rejections.items())),
+        "failed_tasks": {c.task_id: c.failure or "" for c in checklists if c.status != "frozen"},
+    }
+
+
+def recheck(tasks: Sequence[Task], checklists: Sequence[Checklist], *, min_items: int, max_items: int) -> dict[tuple[str, str], list[str]]:
+    """Every gate again on every frozen checklist, from the stored items alone: failures per task."""
     by_task = {(t.benchmark, t.task_id): t for t in tasks}
-    rows, recheck_failures = [], []
+    out: dict[tuple[str, str], list[str]] = {}
     for cl in checklists:
         task = by_task.get((cl.benchmark, cl.task_id))
         if task is None:
             raise ValueError(f"checklists.jsonl: checklist for unknown task {cl.benchmark}/{cl.task_id}")
-        failures = []
-        if cl.status == "frozen":
-            items = [GeneratedItem(text=i.text, quote=i.quote, route=i.route, test_refs=i.test_refs, category=i.category) for i in cl.items]
-            failures = [g.message for g in check_items(items, task.instruction, task.tests, min_items=min_items, max_items=max_items) if not g.passed]
-            recheck_failures.extend(f"{cl.task_id}: {m}" for m in failures)
+        if cl.status != "frozen":
+            out[(cl.benchmark, cl.task_id)] = []
+            continue
+        items = [GeneratedItem(text=i.text, quote=i.quote, route=i.route, test_refs=i.test_refs, category=i.category) for i in cl.items]
+        out[(cl.benchmark, cl.task_id)] = [g.message for g in check_items(items, task.instruction, task.tests, min_items=min_items, max_items=max_items) if not g.passed]
+    return out
+
+
+def validate(tasks: list[Task], checklists: list[Checklist], attempts: list[SynthesisAttempt], *, min_items: int, max_items: int) -> dict[str, Any]:
+    failures = recheck(tasks, checklists, min_items=min_items, max_items=max_items)
+    rows, recheck_failures = [], []
+    for cl in checklists:
+        fails = failures[(cl.benchmark, cl.task_id)]
+        recheck_failures.extend(f"{cl.task_id}: {m}" for m in fails)
         rows.append({
             "benchmark": cl.benchmark, "task_id": cl.task_id, "status": cl.status, "attempts": cl.attempts,
             "first_attempt_valid": cl.first_attempt_valid, "n_items": len(cl.items),
             "routes": dict(sorted(Counter(i.route for i in cl.items).items())),
             "categories": dict(sorted(Counter(i.category for i in cl.items).items())),
-            "failure": cl.failure, "recheck_failures": failures,
+            "checklist_hash": cl.checklist_hash,
+            "failure": cl.failure, "recheck_failures": fails,
         })
-    frozen = [c for c in checklists if c.status == "frozen"]
-    items = [i for c in frozen for i in c.items]
-    first = [a for a in attempts if a.attempt == 1]
-    first_ok = sum(_item_validity(a)[0] for a in first)
-    first_n = sum(_item_validity(a)[1] for a in first)
-    rejections = Counter(g.gate for a in attempts for g in a.gate_results if not g.passed)
-    counts = [len(c.items) for c in frozen]
-    routes = Counter(i.route for i in items)
-    summary = {
-        "n_tasks": len(checklists),
-        "n_frozen": len(frozen),
-        "n_failed": len(checklists) - len(frozen),
-        "n_items": len(items),
-        "items_per_task": {"min": min(counts, default=0), "median": statistics.median(counts) if counts else 0, "max": max(counts, default=0)},
-        "route_share": {r: (routes[r] / len(items) if items else 0.0) for r in ("assertion", "generated", "judge")},
-        "item_validity_first_attempt": first_ok / first_n if first_n else 0.0,
-        "task_validity_first_attempt": (sum(c.first_attempt_valid for c in checklists) / len(checklists)) if checklists else 0.0,
-        "task_validity_after_regeneration": len(frozen) / len(checklists) if checklists else 0.0,
-        "n_generation_attempts": len(attempts),
-        "rejections_by_gate": dict(sorted(rejections.items())),
-        "recheck_failures": recheck_failures,
-        "quotes_verbatim": not any("quote" in m for m in recheck_failures),
-    }
+    summary = summarize(checklists, attempts)
+    summary["recheck_failures"] = recheck_failures
+    summary["quotes_verbatim"] = not any("[quote_verbatim]" in m for m in recheck_failures)
+    summary["all_frozen_items_pass_all_gates"] = not recheck_failures
     return {"summary": summary, "tasks": rows}
 
 
 def report_markdown(report: dict[str, Any]) -> str:
     s = report["summary"]
+    ipt = s["items_per_task"]
     lines = [
         "# Checklist gate report", "",
         f"- tasks: {s['n_tasks']} (frozen {s['n_frozen']}, failed {s['n_failed']})",
-        f"- items: {s['n_items']}; per task min {s['items_per_task']['min']}, median {s['items_per_task']['median']}, max {s['items_per_task']['max']}",
+        f"- items: {s['n_items']}; per task min {ipt['min']}, median {ipt['median']}, max {ipt['max']}",
         "- routes: " + ", ".join(f"{k} {v:.1%}" for k, v in s["route_share"].items()),
-        f"- item validity at first attempt: {s['item_validity_first_attempt']:.1%}; tasks valid at first attempt: {s['task_validity_first_attempt']:.1%}; after regeneration: {s['task_validity_after_regeneration']:.1%}",
+        f"- item validity at first attempt: {s['item_validity_first_attempt']:.1%} of {s['items_first_attempt']} items; "
+        f"after regeneration: {s['item_validity_after_regeneration']:.1%} of {s['items_final_attempt']} items",
+        f"- tasks valid at first attempt: {s['task_validity_first_attempt']:.1%}; after regeneration (frozen): {s['task_validity_after_regeneration']:.1%}",
         f"- generation attempts: {s['n_generation_attempts']}; rejections by gate: {s['rejections_by_gate'] or 'none'}",
         f"- re-check of frozen checklists: {'all gates pass' if not s['recheck_failures'] else '; '.join(s['recheck_failures'])}",
         "", "| benchmark | task | status | attempts | items | routes | categories |", "|---|---|---|---|---|---|---|",
@@ -88,11 +149,13 @@ def report_markdown(report: dict[str, Any]) -> str:
         lines.append(f"| {r['benchmark']} | {r['task_id']} | {r['status']} | {r['attempts']} | {r['n_items']} | {routes} | {cats} |")
     failed = [r for r in report["tasks"] if r["failure"]]
     if failed:
-        lines += ["", "## Failed tasks", ""] + [f"- {r['task_id']}: {r['failure']}" for r in failed]
+        lines += ["", "## Failed tasks (their trajectories are skipped by the judge with this reason)", ""]
+        lines += [f"- {r['task_id']}: {r['failure']}" for r in failed]
     return "\n".join(lines) + "\n"
 
 
 def metrics(report: dict[str, Any]) -> dict[str, Any]:
     s = report["summary"]
-    return {k: s[k] for k in ("n_tasks", "n_frozen", "n_items", "item_validity_first_attempt", "task_validity_after_regeneration", "route_share")} | {
-        "items_per_task_median": s["items_per_task"]["median"]}
+    keys = ("n_tasks", "n_frozen", "n_items", "item_validity_first_attempt", "item_validity_after_regeneration",
+            "task_validity_after_regeneration", "route_share")
+    return {k: s[k] for k in keys} | {"items_per_task_median": s["items_per_task"]["median"]}

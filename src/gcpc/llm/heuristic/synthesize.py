@@ -1,79 +1,196 @@
 """Heuristic checklist generation: requirement sentences of the instruction become items.
 
 Rules (stated here once, summarised in docs/heuristic-provider.md):
-  * Units: Markdown headings and fenced code are not requirements; each list item is a unit;
-    paragraphs split into sentences. A unit is a requirement when it carries a requirement cue
-    (modal or imperative verb) or is a list item, has at least four words, and is not a bare
-    lead-in ending with ':' without any concrete token.
-  * Quote: the unit's text exactly as it appears in the instruction (list marker excluded).
+  * Units: Markdown headings, tables and fenced code are not requirements; the lines of one
+    paragraph or list item are joined; each list item is a unit; paragraphs split into sentences.
+    A unit is a requirement when it carries a requirement cue (modal or imperative verb) or is a
+    list item, has at least four words, and is not a bare lead-in ending with ':' without any
+    concrete token.
+  * Quote: the unit's text as it appears in the instruction (list marker excluded; a sentence
+    joined from hard-wrapped lines differs from it in whitespace only).
   * Text: the unit with Markdown emphasis removed; when a fenced block follows the unit, the
     JSON-like keys it names are appended as expected fields.
-  * Route: `assertion` when some verifier test's source contains one of the unit's concrete tokens
-    (three or more characters), referencing every such test; otherwise `generated` when the unit has
-    concrete tokens (a deterministic check could be written); otherwise `judge`.
-  * Category: the category whose cue word appears earliest in the unit; comprehension by default.
-  * Regeneration: told that the count gate failed low, every sentence of four or more words counts
-    (no cue needed) and clauses are split at '; ', ', and ', ' and then '; told it failed high, only
-    units with concrete tokens are kept, in order, up to the maximum.
+  * Route: `assertion` when some verifier test is linked to the unit, referencing every linked
+    test. A test is linked when its source contains one of the unit's concrete tokens (three or
+    more characters), or when its function name contains a distinctive word of the unit (same
+    stem, seven or more letters, not a word every test name uses). Otherwise `judge` when the unit
+    has no concrete token and asks for a qualitative property or a way of working (QUALITATIVE);
+    otherwise `generated` (a deterministic check of the stated outcome could be written).
+  * Category: the category of the request's scheme (the rules' category definitions) that owns
+    the earliest word of the unit whose stem occurs in a definition (see `assign_category`); the
+    first category of the scheme when no word does.
+  * Regeneration, driven by the gate rejections of earlier attempts (never by the gates' code):
+      - count too low, once: sentences without a cue also count when they name a concrete token,
+        and units are split into clauses at '; ', ', and ', ' and then ', ', then ', ' but ';
+      - count too low, twice or more: clauses are also split at every ', ' and ' and ';
+        in both cases a clause is kept only with four or more words and a cue or concrete token;
+      - count too high: only units with concrete tokens are kept, in order, up to the maximum;
+      - test restatement: items are stated as their quotes, without the appended expected fields.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
+from gcpc.llm.base import ProviderError
 from gcpc.llm.heuristic.tokens import concrete_tokens, strip_list_marker, words
 
 _CUES = re.compile(
     r"\b(must|should|need|needs|required|requires|ensure|make sure|save|saves|write|writes|create|output|"
     r"generate|compute|calculate|produce|use|return|include|report|store|find|parse|extract|identify|"
     r"read|load|convert|implement|set|configure|add|remove|update|fix|install|run|sort|count|list|"
-    r"keep|exclude|round|format|print|reference|filter|merge|validate|verify|check)\b",
+    r"keep|exclude|round|format|print|reference|filter|merge|validate|verify|check|please|train|fit|build|"
+    r"start|compile|download|retrieve|transcribe|solve|fill|replace|rename|delete|deploy|serve|launch|"
+    r"recover|restore|optimize|predict|classify|detect|translate|determine|estimate|plot|render|encode|"
+    r"decode|decrypt)\b",
     re.IGNORECASE,
 )
 
-CATEGORY_CUES: dict[str, tuple[str, ...]] = {
-    "acquisition": ("read", "load", "parse", "extract", "download", "fetch", "identify", "find", "look up", "reference", "open", "inspect"),
-    "computation": ("calculate", "compute", "count", "sum", "average", "mean", "estimate", "formula", "total", "ratio", "round", "aggregate", "median"),
-    "construction": ("save", "write", "create", "generate", "output", "produce", "build", "implement", "store", "report", "format", "configure", "install", "set up", "convert", "sort", "merge"),
-    "validation": ("verify", "check", "test", "validate", "ensure", "accuracy", "tolerance", "within", "correct", "must not", "exclude"),
-}
+QUALITATIVE = re.compile(
+    r"\b(clear|clearly|clean|readable|easy[- ]to[- ]read|concise|proper|properly|appropriate|reasonable|sensible|"
+    r"meaningful|professional|polished|elegant|idiomatic|natural|high[- ]quality|quality|style|helpful|"
+    r"informative|faithful|intuitive|maintainable|best practices?|good practices?|explain|describe|justify|"
+    r"discuss|summari[sz]e|interpret|hard-?code|hard-?coded|by hand|manually|yourself|from scratch|"
+    r"without using|do not (?:use|look|search|access|cheat|copy))\b",
+    re.IGNORECASE,
+)
+
+STOPWORDS = frozenset("""
+a an the and or nor but if then than else so as of to in on at by for from into onto over under
+up down out off about above below between through during before after again further once per via
+with within upon across along around behind beyond toward towards among against like near since
+until while whether though although because whereas however thus therefore hence now
+is are was were be been being am do does did doing done have has had having will would shall
+should can could may might must need needs ought
+it its itself this that these those there here what which who whom whose when where why how
+all any each every some both either neither few many much more most less least other another
+such same own very also just too even still yet already ever
+i me my we us our you your he him his she her they them their one ones e g eg ie etc
+""".split())
+"""English function words (articles, pronouns, auxiliaries and modals, prepositions, conjunctions,
+quantifiers): never cue words of a category definition. Negations and restrictions (not, no, only,
+without, except, unless) are content: they state constraints."""
+
+GENERIC_TEST_WORDS = frozenset({"test", "tests", "testing", "output", "outputs", "exists", "correct", "correctly",
+                                "valid", "format", "result", "results", "basic", "works", "check", "checks"})
+"""Test-name words that say nothing about which requirement a test checks."""
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*\"(])")
 _KEY = re.compile(r"\"([A-Za-z_][\w\-]*)\"\s*:")
 _EMPHASIS = re.compile(r"\*\*|__")
+_STRONG_CLAUSE = re.compile(r";\s+|,\s+and\s+|\s+and then\s+|,\s+then\s+|,?\s+but\s+")
+_WEAK_CLAUSE = re.compile(r";\s+|,\s+|\s+and\s+|\s+then\s+|\s+but\s+")
+_SUFFIXES = (("ications", "i"), ("ication", "i"), ("ations", ""), ("ation", ""), ("ating", ""), ("ated", ""),
+             ("ates", ""), ("ate", ""), ("ically", ""), ("ally", ""), ("ings", ""), ("ing", ""), ("ions", ""),
+             ("ion", ""), ("ies", "i"), ("ied", "i"), ("acy", ""), ("ly", ""), ("ed", ""), ("es", ""), ("s", ""),
+             ("e", ""), ("y", "i"))
+_ALPHA = re.compile(r"[a-z]+")
 
 
-def _units(instruction: str) -> list[tuple[str, bool, list[str]]]:
-    """(unit text verbatim, is_list_item, keys of a fenced block that follows it)."""
-    units: list[tuple[str, bool, list[str]]] = []
+@dataclass(frozen=True)
+class Unit:
+    text: str
+    is_item: bool
+    keys: tuple[str, ...] = field(default=())
+
+
+# --- words, stems and category cues --------------------------------------------------------
+
+
+@lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """Crude, documented suffix stripping: at most two suffixes (the first listed that leaves three or
+    more letters; -ies/-ied/-ication/-y become -i), then a doubled final consonant other than l, s, z
+    is undoubled. compute/computing/computation -> comput; verify/verified/verification -> verifi;
+    parse/parsing -> pars; formatting -> format."""
+    w = word.lower()
+    for _ in range(2):
+        for suf, repl in _SUFFIXES:
+            if w.endswith(suf) and len(w) - len(suf) >= 3 and w[: -len(suf)] + repl != w:
+                w = w[: -len(suf)] + repl
+                break
+        else:
+            break
+    if len(w) >= 4 and w[-1] == w[-2] and w[-1] not in "aeiouylsz":
+        w = w[:-1]
+    return w
+
+
+def content_words(text: str) -> list[str]:
+    """Lower-cased alphabetic words of three or more letters that are not function words, in order."""
+    return [w for w in _ALPHA.findall(text.lower()) if len(w) >= 3 and w not in STOPWORDS]
+
+
+def cue_index(scheme: list[dict[str, str]]) -> dict[str, str]:
+    """stem -> category name, from the definition texts only; a shared stem belongs to the first listed."""
+    index: dict[str, str] = {}
+    for cat in scheme:
+        for w in content_words(cat["definition"]):
+            index.setdefault(stem(w), cat["name"])
+    return index
+
+
+def assign_category(text: str, index: dict[str, str]) -> tuple[str | None, str | None]:
+    """(category, deciding word): the category owning the earliest word of `text` that is a cue."""
+    for w in content_words(text):
+        cat = index.get(stem(w))
+        if cat is not None:
+            return cat, w
+    return None, None
+
+
+# --- requirement units ---------------------------------------------------------------------
+
+
+def instruction_units(instruction: str) -> list[Unit]:
+    """Every candidate unit: list items and sentences outside headings, tables and fenced code.
+
+    Lines of one paragraph or one list item are joined first (hard-wrapped text is one block), so
+    a sentence broken across lines is one unit; its quote then differs from the instruction in
+    whitespace only.
+    """
+    blocks: list[list[Any]] = []  # [text, is_item, keys]
+    open_block = False
     in_fence = False
     fence_lines: list[str] = []
     for raw in instruction.splitlines():
         if _FENCE.match(raw):
             if in_fence:
                 keys = _KEY.findall("\n".join(fence_lines))
-                if units and keys:
-                    text, is_item, old = units[-1]
-                    units[-1] = (text, is_item, old + [k for k in keys if k not in old])
+                if blocks and keys:
+                    blocks[-1][2] += [k for k in keys if k not in blocks[-1][2]]
                 fence_lines = []
             in_fence = not in_fence
+            open_block = False
             continue
         if in_fence:
             fence_lines.append(raw)
             continue
         line = raw.strip()
         if not line or line.startswith("#") or line.startswith("|"):
+            open_block = False
             continue
-        is_item = strip_list_marker(line) != line
         body = strip_list_marker(line).strip()
-        pieces = [body] if is_item else [s.strip() for s in _SENTENCE_SPLIT.split(body) if s.strip()]
-        units.extend((p, is_item, []) for p in pieces)
+        if body != line:
+            blocks.append([body, True, []])
+            open_block = True
+        elif open_block:
+            blocks[-1][0] += " " + line
+        else:
+            blocks.append([line, False, []])
+            open_block = True
+    units: list[Unit] = []
+    for text, is_item, keys in blocks:
+        pieces = [text] if is_item else [p.strip() for p in _SENTENCE_SPLIT.split(text) if p.strip()]
+        units.extend(Unit(p, is_item, tuple(keys) if i == len(pieces) - 1 else ()) for i, p in enumerate(pieces))
     return units
 
 
-def _is_requirement(text: str, is_item: bool) -> bool:
+def is_requirement(text: str, is_item: bool) -> bool:
     if len(words(text)) < 4:
         return False
     if text.rstrip().endswith(":") and not concrete_tokens(text):
@@ -81,56 +198,90 @@ def _is_requirement(text: str, is_item: bool) -> bool:
     return is_item or bool(_CUES.search(text))
 
 
-def _split_clauses(text: str) -> list[str]:
-    parts = re.split(r";\s+|,\s+and\s+|\s+and then\s+", text)
-    return [p.strip() for p in parts if len(words(p)) >= 4]
+def requirement_units(instruction: str) -> list[Unit]:
+    """The instruction's stated requirements by the first-attempt rule."""
+    return [u for u in instruction_units(instruction) if is_requirement(u.text, u.is_item)]
 
 
-def _category(text: str) -> str:
-    lowered = text.lower()
-    best, best_pos = "comprehension", len(lowered) + 1
-    for category, cues in CATEGORY_CUES.items():
-        for cue in cues:
-            m = re.search(rf"\b{re.escape(cue)}", lowered)
-            if m and m.start() < best_pos:
-                best, best_pos = category, m.start()
-    return best
+def _clauses(text: str, splitter: re.Pattern[str]) -> list[str]:
+    parts = [p.strip() for p in splitter.split(text)]
+    return [p for p in parts if len(words(p)) >= 4 and (_CUES.search(p) or concrete_tokens(p))]
 
 
-def _linked_tests(tokens: list[str], tests: list[dict[str, Any]]) -> list[str]:
+def candidates(instruction: str, low_level: int, high: bool, max_items: int) -> list[Unit]:
+    out: list[Unit] = []
+    for unit in instruction_units(instruction):
+        keep = is_requirement(unit.text, unit.is_item) or (
+            low_level >= 1 and len(words(unit.text)) >= 4 and bool(concrete_tokens(unit.text)))
+        if not keep:
+            continue
+        if low_level == 0:
+            out.append(unit)
+            continue
+        pieces = _clauses(unit.text, _STRONG_CLAUSE if low_level == 1 else _WEAK_CLAUSE)
+        out.extend(Unit(p, unit.is_item, unit.keys) for p in (pieces or [unit.text]))
+    if high:
+        out = [u for u in out if concrete_tokens(u.text)][:max_items]
+    return out
+
+
+# --- routes --------------------------------------------------------------------------------
+
+
+@lru_cache(maxsize=8192)
+def _name_stems(name: str) -> frozenset[str]:
+    base = name.split("[", 1)[0]
+    return frozenset(stem(w) for w in re.split(r"[_\W]+", base.lower()) if w and w not in GENERIC_TEST_WORDS)
+
+
+def linked_tests(text: str, tokens: list[str], tests: list[dict[str, Any]]) -> list[str]:
     anchors = [t.lower() for t in tokens if len(t) >= 3]
-    return [t["id"] for t in tests if any(a in t["source"].lower() for a in anchors)]
+    distinctive = {stem(w) for w in content_words(text) if len(w) >= 7 and w not in GENERIC_TEST_WORDS}
+    linked = []
+    for t in tests:
+        name = t["id"].rsplit("::", 1)[-1]
+        if any(a in t["source"].lower() for a in anchors) or distinctive & _name_stems(name):
+            linked.append(t["id"])
+    return linked
+
+
+def route_of(quote: str, tokens: list[str], refs: list[str]) -> str:
+    if refs:
+        return "assertion"
+    if not tokens and QUALITATIVE.search(quote):
+        return "judge"
+    return "generated"
+
+
+# --- the handler ---------------------------------------------------------------------------
 
 
 def generate_checklist(inputs: dict[str, Any]) -> dict[str, Any]:
     instruction: str = inputs["instruction"]
     tests: list[dict[str, Any]] = inputs.get("tests", [])
-    limits = inputs.get("limits", {})
-    max_items = int(limits.get("max_items", 15))
-    rejected: set[str] = set(inputs.get("previous_rejections", []))
-
-    candidates: list[tuple[str, list[str]]] = []
-    for text, is_item, keys in _units(instruction):
-        relaxed = "count_low" in rejected and len(words(text)) >= 4
-        if not (_is_requirement(text, is_item) or relaxed):
-            continue
-        pieces = _split_clauses(text) if "count_low" in rejected else [text]
-        for piece in pieces or [text]:
-            candidates.append((piece, keys))
-    if "count_high" in rejected:
-        candidates = [c for c in candidates if concrete_tokens(c[0])][:max_items]
+    scheme = inputs.get("category_scheme")
+    if not scheme:
+        raise ProviderError("checklist request carries no category scheme (inputs.category_scheme)")
+    index = cue_index(scheme)
+    default_category = scheme[0]["name"]
+    max_items = int(inputs.get("limits", {}).get("max_items", 15))
+    history: list[list[str]] = inputs.get("rejection_history", [])
+    rejected = set(inputs.get("previous_rejections", [])).union(*history)
+    low_level = sum("count_low" in h for h in history) if history else int("count_low" in rejected)
 
     items = []
     seen: set[str] = set()
-    for quote, keys in candidates:
+    for unit in candidates(instruction, low_level, "count_high" in rejected, max_items):
+        quote = unit.text
         if quote in seen:
             continue
         seen.add(quote)
         text = _EMPHASIS.sub("", quote).rstrip(":").strip()
-        if keys:
-            text += " (expected fields: " + ", ".join(f"`{k}`" for k in keys) + ")"
-        tokens = concrete_tokens(quote) + keys
-        refs = _linked_tests(tokens, tests)
-        route = "assertion" if refs else ("generated" if tokens else "judge")
-        items.append({"text": text, "quote": quote, "route": route, "test_refs": refs, "category": _category(quote)})
+        if unit.keys and "no_test_restatement" not in rejected:
+            text += " (expected fields: " + ", ".join(f"`{k}`" for k in unit.keys) + ")"
+        tokens = concrete_tokens(quote) + list(unit.keys)
+        refs = linked_tests(quote, tokens, tests)
+        category, _ = assign_category(quote, index)
+        items.append({"text": text, "quote": quote, "route": route_of(quote, tokens, refs), "test_refs": refs,
+                      "category": category or default_category})
     return {"items": items}

@@ -1,0 +1,240 @@
+"""Transfer table (the paper's Table 4): synthesis on several benchmarks, gated and frozen.
+
+For each configured benchmark, its tasks are read by the benchmark's own corpus reader, synthesized
+into checklists (into the benchmark's own folder and call store, so a re-run with unchanged rules,
+prompts and tasks makes no LLM call), every frozen checklist is re-checked against every gate, and
+the category audit runs on its checklists. One row per benchmark: tasks, frozen checklists, items,
+item validity at first attempt and after regeneration, route mix and the items-per-task
+distribution. A benchmark whose tasks cannot be read is a row saying why, never silently dropped.
+
+`python -m gcpc.synthesis.transfer` reads params.yaml (`transfer`, `generator`, `synthesis`) and
+writes data/processed/transfer/ (per benchmark: checklists.jsonl, attempts.jsonl, llm_calls.jsonl,
+audit/), data/processed/transfer/transfer.json, figures/table4_transfer.{md,tex} and
+figures/category_audit.{md,tex}.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gcpc.corpus.models import Task
+from gcpc.io import read_models, write_json, write_text
+from gcpc.llm import request_identity
+from gcpc.synthesis.audit import AuditSettings, coverage_latex, coverage_markdown, run_audit
+from gcpc.synthesis.generate import SynthesisSettings
+from gcpc.synthesis.models import SynthesisAttempt
+from gcpc.synthesis.stage import synthesize_all
+from gcpc.synthesis.validate import recheck, summarize
+
+OUT_DIR = Path("data/processed/transfer")
+FIGURES = Path("figures")
+
+
+@dataclass(frozen=True)
+class BenchmarkSpec:
+    name: str
+    label: str
+    reader: str
+    root: str
+    tasks_dir: str
+
+    @classmethod
+    def from_cfg(cls, cfg: dict[str, Any], i: int) -> BenchmarkSpec:
+        missing = [k for k in ("name", "reader", "tasks_dir") if not cfg.get(k)]
+        if missing:
+            raise KeyError(f"params.yaml: transfer.benchmarks[{i}] is missing {', '.join(missing)}")
+        return cls(name=str(cfg["name"]), label=str(cfg.get("label") or cfg["name"]), reader=str(cfg["reader"]),
+                   root=str(cfg.get("root") or "."), tasks_dir=str(cfg["tasks_dir"]))
+
+
+def _read_harbor(spec: BenchmarkSpec, repo: Path, notes: list[str]) -> list[Task]:
+    from gcpc.corpus.harbor import read_tasks
+
+    root = repo / spec.root
+    return read_tasks(root / spec.tasks_dir, spec.name, root=[root, repo], notes=notes)
+
+
+def _read_terminal_bench_1(spec: BenchmarkSpec, repo: Path, notes: list[str]) -> list[Task]:
+    from gcpc.corpus import terminal_bench1 as tb1
+
+    root = repo / spec.root
+    roots = [root, repo]
+    scan = tb1.scan([root / spec.tasks_dir], roots)
+    notes.extend(scan.notes)
+    return tb1.read_tasks(scan, roots, notes)
+
+
+READERS: dict[str, Callable[[BenchmarkSpec, Path, list[str]], list[Task]]] = {
+    "harbor": _read_harbor,
+    "terminal-bench-1": _read_terminal_bench_1,
+}
+"""Task readers by name; each imports its corpus module only when used."""
+
+
+def read_benchmark(spec: BenchmarkSpec, repo: Path) -> tuple[list[Task] | None, str | None]:
+    """(tasks, None) or (None, why they cannot be read)."""
+    reader = READERS.get(spec.reader)
+    if reader is None:
+        return None, f"no task reader '{spec.reader}' (known: {', '.join(sorted(READERS))})"
+    path = repo / spec.root / spec.tasks_dir
+    if not path.is_dir():
+        return None, f"tasks folder {spec.root}/{spec.tasks_dir} not found"
+    try:
+        tasks = reader(spec, repo, [])
+    except ImportError as exc:
+        return None, f"the '{spec.reader}' corpus reader is not available ({exc})"
+    if not tasks:
+        return None, f"no tasks in {spec.root}/{spec.tasks_dir}"
+    return tasks, None
+
+
+def transfer_row(spec: BenchmarkSpec, tasks: list[Task], llm_cfg: dict[str, Any], settings: SynthesisSettings,
+                 audit: AuditSettings | None, out_dir: Path, *, progress: bool = False) -> dict[str, Any]:
+    bench_dir = out_dir / spec.name
+    checklists = synthesize_all(tasks, llm_cfg, settings, bench_dir, progress=progress)
+    attempts = read_models(bench_dir / "attempts.jsonl", SynthesisAttempt)
+    summary = summarize(checklists, attempts)
+    failures = recheck(tasks, checklists, min_items=settings.min_items, max_items=settings.max_items)
+    summary["recheck_failures"] = sorted(f"{task}: {m}" for (_, task), ms in failures.items() for m in ms)
+    summary["n_tasks_without_verifier_source"] = sum(bool(t.tests) and not any(v.source for v in t.tests) for t in tasks)
+    summary["n_tasks_without_tests"] = sum(not t.tests for t in tasks)
+    row: dict[str, Any] = {"name": spec.name, "label": spec.label, "available": True, "tasks_dir": f"{spec.root}/{spec.tasks_dir}"}
+    row |= summary
+    if audit is not None:
+        row["audit"] = run_audit(tasks, checklists, llm_cfg, audit, bench_dir / "audit", progress=progress)
+    return row
+
+
+def transfer_table(specs: list[BenchmarkSpec], llm_cfg: dict[str, Any], settings: SynthesisSettings,
+                   audit: AuditSettings | None, out_dir: Path, repo: Path = Path("."), *, progress: bool = False) -> dict[str, Any]:
+    provider, model = request_identity(llm_cfg)
+    rows = []
+    for spec in specs:
+        tasks, why = read_benchmark(spec, repo)
+        if tasks is None:
+            rows.append({"name": spec.name, "label": spec.label, "available": False, "reason": why,
+                         "tasks_dir": f"{spec.root}/{spec.tasks_dir}"})
+            continue
+        rows.append(transfer_row(spec, tasks, llm_cfg, settings, audit, out_dir, progress=progress))
+    return {"provider": provider, "model": model,
+            "settings": {"min_items": settings.min_items, "max_items": settings.max_items,
+                         "max_regenerations": settings.max_regenerations},
+            "benchmarks": rows}
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def _dist(r: dict[str, Any]) -> str:
+    d = r["items_per_task"]
+    return f"{d['min']}–{d['max']} (median {d['median']:g})"
+
+
+def table_markdown(result: dict[str, Any]) -> str:
+    lines = [
+        f"Checklist synthesis across benchmarks (provider {result['provider']}, model {result['model']}; "
+        f"{result['settings']['min_items']}–{result['settings']['max_items']} items, "
+        f"at most {result['settings']['max_regenerations']} generation attempts).", "",
+        "| benchmark | tasks | frozen | items | validity, first attempt | validity, after regeneration | "
+        "all gates incl. count, first / after | routes A / G / J | items per task |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    notes = []
+    for r in result["benchmarks"]:
+        if not r["available"]:
+            lines.append(f"| {r['label']} | – | – | – | – | – | – | – | – |")
+            notes.append(f"- {r['label']}: not available: {r['reason']}")
+            continue
+        rs = r["route_share"]
+        lines.append(
+            f"| {r['label']} | {r['n_tasks']} | {r['n_frozen']} | {r['n_items']} | "
+            f"{_pct(r['item_validity_first_attempt'])} ({r['items_first_attempt_valid']}/{r['items_first_attempt']}) | "
+            f"{_pct(r['item_validity_after_regeneration'])} ({r['items_final_attempt_valid']}/{r['items_final_attempt']}) | "
+            f"{_pct(r['item_validity_first_attempt_all_gates'])} / {_pct(r['item_validity_after_regeneration_all_gates'])} | "
+            f"{_pct(rs['assertion'])} / {_pct(rs['generated'])} / {_pct(rs['judge'])} | {_dist(r)} |")
+        if r["n_failed"]:
+            by_reason: dict[str, list[str]] = {}
+            for t, why in sorted(r["failed_tasks"].items()):
+                by_reason.setdefault(why.split(";")[0], []).append(t)
+            notes.append(f"- {r['label']}: {r['n_failed']} task(s) not synthesizable (judging skips their trajectories): "
+                         + "; ".join(f"{why}: {', '.join(ts)}" for why, ts in sorted(by_reason.items())))
+        if r["recheck_failures"]:
+            notes.append(f"- {r['label']}: frozen items failing a gate on re-check: {len(r['recheck_failures'])}")
+        if r["n_tasks_without_verifier_source"]:
+            notes.append(f"- {r['label']}: {r['n_tasks_without_verifier_source']} task(s) with test names but no verifier "
+                         "source: assertion references are checked against names only, and the restatement gate has no code to compare")
+    available = [r for r in result["benchmarks"] if r["available"]]
+    if available:
+        lo, hi = result["settings"]["min_items"], result["settings"]["max_items"]
+        lines += ["", "Items per task (frozen checklists): number of tasks with each checklist length.", "",
+                  "| benchmark | " + " | ".join(str(n) for n in range(lo, hi + 1)) + " |",
+                  "|---|" + "---|" * (hi - lo + 1)]
+        for r in available:
+            hist = {h["items"]: h["tasks"] for h in r["items_per_task"]["histogram"]}
+            lines.append(f"| {r['label']} | " + " | ".join(str(hist.get(n, 0)) for n in range(lo, hi + 1)) + " |")
+    lines += ["", "Validity: share of generated items passing every per-item gate (verbatim quote, test references, "
+              "no test restatement), at each task's first generation attempt and at its final one. \"All gates\" also "
+              "requires the item's checklist to pass the count gate. Routes: assertion / generated / judge share of "
+              "frozen items. Items per task: min–max (median) over frozen checklists.", ""]
+    return "\n".join(lines + notes) + "\n"
+
+
+def _tex(text: str) -> str:
+    return text.replace("&", r"\&").replace("%", r"\%").replace("_", r"\_").replace("#", r"\#")
+
+
+def table_latex(result: dict[str, Any]) -> str:
+    lines = [r"\begin{tabular}{lrrrrrl}", r"\toprule",
+             r"Benchmark & Tasks & Frozen & Items & Valid (1st) & Valid (regen.) & Routes A/G/J (\%) \\",
+             r"\midrule"]
+    for r in result["benchmarks"]:
+        if not r["available"]:
+            lines.append(f"{_tex(r['label'])} & \\multicolumn{{6}}{{l}}{{not available}} \\\\")
+            continue
+        rs = r["route_share"]
+        lines.append(
+            f"{_tex(r['label'])} & {r['n_tasks']} & {r['n_frozen']} & {r['n_items']} & "
+            f"{100 * r['item_validity_first_attempt']:.1f}\\% & {100 * r['item_validity_after_regeneration']:.1f}\\% & "
+            f"{100 * rs['assertion']:.1f} / {100 * rs['generated']:.1f} / {100 * rs['judge']:.1f} \\\\")
+    lines += [r"\midrule", r"\multicolumn{7}{l}{Items per task: " + "; ".join(
+        f"{_tex(r['label'])} {r['items_per_task']['min']}--{r['items_per_task']['max']}, median {r['items_per_task']['median']:g}"
+        for r in result["benchmarks"] if r["available"]) + r"} \\", r"\bottomrule", r"\end{tabular}"]
+    return "\n".join(lines) + "\n"
+
+
+def write_outputs(result: dict[str, Any], out_dir: Path = OUT_DIR, figures: Path = FIGURES) -> None:
+    write_json(out_dir / "transfer.json", result)
+    write_text(figures / "table4_transfer.md", table_markdown(result))
+    write_text(figures / "table4_transfer.tex", table_latex(result))
+    audits = {r["label"]: r["audit"] for r in result["benchmarks"] if r.get("audit")}
+    if audits:
+        write_text(figures / "category_audit.md", "Category audit: stated requirements covered by each scheme.\n\n" + coverage_markdown(audits))
+        write_text(figures / "category_audit.tex", coverage_latex(audits))
+
+
+def main() -> None:
+    from gcpc.params import load_params, section, stage_args
+
+    params = load_params(stage_args("`python -m gcpc.synthesis.transfer`: the transfer table (Table 4)").params)
+    cfg = section(params, "transfer")
+    specs = [BenchmarkSpec.from_cfg(b, i) for i, b in enumerate(cfg.get("benchmarks") or [])]
+    if not specs:
+        raise KeyError("params.yaml: transfer.benchmarks is empty")
+    synthesis_cfg = params.get("synthesis", {})
+    audit = AuditSettings.from_params(synthesis_cfg) if cfg.get("audit", True) else None
+    result = transfer_table(specs, params["generator"], SynthesisSettings.from_params(synthesis_cfg), audit, OUT_DIR)
+    write_outputs(result)
+    for r in result["benchmarks"]:
+        if r["available"]:
+            print(f"transfer: {r['label']}: {r['n_frozen']}/{r['n_tasks']} frozen, {r['n_items']} items, "
+                  f"validity {r['item_validity_first_attempt']:.1%} -> {r['item_validity_after_regeneration']:.1%}")
+        else:
+            print(f"transfer: {r['label']}: not available ({r['reason']})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,110 @@
+"""Transfer table (Table 4): library function and outputs; on the real benchmarks when present."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gcpc.llm.heuristic import HeuristicProvider
+from gcpc.synthesis.audit import AuditSettings
+from gcpc.synthesis.generate import SynthesisSettings
+from gcpc.synthesis.transfer import BenchmarkSpec, table_latex, table_markdown, transfer_table, write_outputs
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data"
+HEURISTIC = {"provider": "heuristic", "model": "gcpc-heuristic-v1", "temperature": 0.0, "seed": 0}
+
+TASKS = {
+    "csv-report": ("""Summarise `/data/sales.csv`.
+
+1. Read `/data/sales.csv` and compute the total of the `amount` column.
+2. Count the rows whose `region` is "north".
+3. Save both numbers to `/out/summary.json` with keys `total` and `north`.
+4. The file must be valid JSON.
+""", 'def test_summary():\n    assert json.load(open("/out/summary.json"))["north"] == 3\n'),
+    "too-short": ("Create `/app/hello.txt` containing `hi`.\n", 'def test_hello():\n    assert open("/app/hello.txt").read() == "hi"\n'),
+    "web-config": ("""Configure the service.
+
+- Set `port` to 8080 in `/etc/app/config.yaml`.
+- Set `workers` to 4 in the same file.
+- Enable gzip compression for responses.
+- Make sure the service answers on `http://localhost:8080/health`.
+""", 'def test_health():\n    assert requests.get("http://localhost:8080/health").ok\n'),
+}
+
+
+@pytest.fixture
+def corpus(tmp_path) -> Path:
+    for name, (instruction, test_src) in TASKS.items():
+        folder = tmp_path / "bench" / "tasks" / name
+        (folder / "tests").mkdir(parents=True)
+        (folder / "instruction.md").write_text(instruction, encoding="utf-8")
+        (folder / "tests" / "test_outputs.py").write_text(test_src, encoding="utf-8")
+    return tmp_path
+
+
+def _specs(root: Path) -> list[BenchmarkSpec]:
+    return [BenchmarkSpec("mini", "Mini bench", "harbor", str(root / "bench"), "tasks"),
+            BenchmarkSpec("absent", "Absent bench", "harbor", str(root / "nowhere"), "tasks"),
+            BenchmarkSpec("odd", "Odd bench", "no-such-reader", str(root / "bench"), "tasks")]
+
+
+def test_transfer_table_rows_outputs_and_rerun(corpus, tmp_path, monkeypatch):
+    calls = []
+    original = HeuristicProvider.complete
+    monkeypatch.setattr(HeuristicProvider, "complete", lambda self, r: calls.append(r.key) or original(self, r))
+    out, figs = tmp_path / "out", tmp_path / "figures"
+    settings, audit = SynthesisSettings(prompts_dir=ROOT / "prompts"), AuditSettings(prompts_dir=ROOT / "prompts")
+    result = transfer_table(_specs(corpus), HEURISTIC, settings, audit, out, repo=Path("/"))
+    write_outputs(result, out, figs)
+    mini, absent, odd = result["benchmarks"]
+    assert (mini["n_tasks"], mini["n_frozen"], mini["failed_tasks"].keys()) == (3, 2, {"too-short"})
+    assert mini["n_items"] == sum(mini["route_counts"].values()) == sum(
+        h["items"] * h["tasks"] for h in mini["items_per_task"]["histogram"])
+    assert mini["item_validity_first_attempt"] == 1.0 and mini["recheck_failures"] == []
+    assert mini["task_validity_after_regeneration"] == pytest.approx(2 / 3)
+    assert set(mini["audit"]["schemes"]) == {"full", "reduced", "irrelevant", "permuted"}
+    assert not absent["available"] and "not found" in absent["reason"]
+    assert not odd["available"] and "no task reader 'no-such-reader'" in odd["reason"]
+    md = (figs / "table4_transfer.md").read_text(encoding="utf-8")
+    assert "| Mini bench | 3 | 2 |" in md and "Absent bench: not available" in md and "too-short" in md
+    assert "\\begin{tabular}" in (figs / "table4_transfer.tex").read_text(encoding="utf-8")
+    assert json.loads((out / "transfer.json").read_text(encoding="utf-8")) == json.loads(json.dumps(result))
+    assert (figs / "category_audit.md").is_file() and (figs / "category_audit.tex").is_file()
+    files = sorted(p for p in [*out.rglob("*"), *figs.rglob("*")] if p.is_file())
+    before = {p: p.read_bytes() for p in files}
+    n = len(calls)
+    again = transfer_table(_specs(corpus), HEURISTIC, settings, audit, out, repo=Path("/"))
+    write_outputs(again, out, figs)
+    assert len(calls) == n, "a re-run with unchanged rules, prompts and tasks makes no call"
+    assert {p: p.read_bytes() for p in files} == before
+    assert table_markdown(again) == md and table_latex(again) == table_latex(result)
+
+
+@pytest.mark.skipif(not (DATA / "skillsbench" / "tasks").is_dir(), reason=f"real data not available at {DATA}")
+def test_real_benchmarks_every_frozen_item_passes_every_gate(tmp_path):
+    specs = [BenchmarkSpec("skillsbench", "SkillsBench v1.1", "harbor", str(DATA), "skillsbench/tasks"),
+             BenchmarkSpec("terminal-bench-2", "Terminal-Bench 2.0", "harbor", str(DATA), "terminal-bench-2/tasks")]
+    result = transfer_table(specs, HEURISTIC, SynthesisSettings(prompts_dir=ROOT / "prompts"), None, tmp_path, repo=Path("/"))
+    sb, tb2 = result["benchmarks"]
+    assert (sb["n_tasks"], tb2["n_tasks"]) == (87, 89)
+    for row in (sb, tb2):
+        assert row["recheck_failures"] == [], row["recheck_failures"][:5]
+        assert 4 <= row["items_per_task"]["min"] and row["items_per_task"]["max"] <= 15
+        assert row["n_frozen"] + row["n_failed"] == row["n_tasks"]
+        # a task that cannot be synthesized is reported with the gate that stopped it
+        assert all("[item_count]" in why or "[quote_verbatim]" in why or "[assertion_ref]" in why
+                   or "[no_test_restatement]" in why for why in row["failed_tasks"].values())
+
+
+@pytest.mark.skipif(not (DATA / "terminal-bench-1" / "runs").is_dir(), reason=f"Terminal-Bench 1 runs not available at {DATA}")
+def test_terminal_bench_1_through_its_corpus_reader(tmp_path):
+    spec = BenchmarkSpec("terminal-bench-1", "Terminal-Bench 1", "terminal-bench-1", str(DATA), "terminal-bench-1/runs")
+    row = transfer_table([spec], HEURISTIC, SynthesisSettings(prompts_dir=ROOT / "prompts"), None, tmp_path, repo=Path("/"))["benchmarks"][0]
+    assert row["available"], row.get("reason")
+    assert row["n_tasks"] == 80  # data README: terminal-bench-core 0.1.1 has 80 tasks
+    assert row["recheck_failures"] == []
+    # test names without verifier source: references are checked against names only
+    assert row["n_tasks_without_verifier_source"] >= 1

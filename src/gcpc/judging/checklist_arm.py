@@ -1,67 +1,70 @@
-"""Checklist arms (GCPC and its variants): one judge call per (trajectory, checklist).
+"""Checklist arms: one judge call per trajectory labels every item Yes / No / Abstain with evidence.
 
-The judge sees the rendered log and the checklist; never the outcome, the verifier's output or
-the run's metadata. `render_log` is the one rendering every arm shares.
+* kind `checklist` (GCPC): the items are the task's frozen checklist; the judge sees the items and
+  the rendered log.
+* kind `generic`: the items are the arm's fixed, task-agnostic questions (conf/arm/generic.yaml);
+  since they do not restate the task, the judge also sees the task instruction.
+
+Both use the ChecklistJudgment schema and the evidence gate (on unless the arm turns it off).
+The judge never sees the outcome, the verifier's output or the run's metadata: `judge_view`
+(over `render_log`) is the only view of a trajectory.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
 from gcpc.corpus.models import Event, Trajectory
-from gcpc.corpus.render import render_log, truncate_middle
+from gcpc.io import content_hash
 from gcpc.judging.evidence import gate_verdicts
 from gcpc.judging.models import Judgment
+from gcpc.judging.spec import ArmInputs, ArmSpec, judge_view, task_key, visible_events
 from gcpc.llm import LLMClient, LLMRequest, request_identity, sampling_params
 from gcpc.llm.prompts import PromptTemplate
 from gcpc.llm.schemas import ChecklistJudgment
 from gcpc.synthesis.models import Checklist
 
-
-def visible_events(events: Sequence[Event], max_chars: int) -> list[dict[str, Any]]:
-    """The events exactly as the rendered log shows them (same truncation), for rule-based judges."""
-    return [{"index": e.index, "kind": e.kind.value, "tool": e.tool, "is_error": e.is_error,
-             "text": truncate_middle(e.text, max_chars)} for e in events]
+__all__ = ["ArmSpec", "build_request", "make_request", "build_generic_request", "check_one_verdict_per_item", "judge_checklist_arm",
+           "judge_generic_arm", "judgment_fields", "visible_events"]
 
 
-@dataclass(frozen=True)
-class ArmSpec:
-    name: str
-    kind: str
-    template: Path
-    evidence_gate: bool = True
-    max_event_chars: int = 4000
+def judgment_fields(traj: Trajectory, arm: ArmSpec, llm_cfg: dict[str, Any], *, evidence_gate: bool | None = None) -> dict[str, Any]:
+    """The fields every Judgment of this arm and trajectory shares."""
+    provider, model = request_identity(llm_cfg)
+    return dict(trajectory_id=traj.trajectory_id, benchmark=traj.benchmark, task_id=traj.task_id, arm=arm.name,
+                kind=arm.kind, provider=provider, model=model,
+                evidence_gate=arm.evidence_gate if evidence_gate is None else evidence_gate)
 
-    @classmethod
-    def from_params(cls, name: str, cfg: dict[str, Any], judging: dict[str, Any]) -> ArmSpec:
-        for key in ("kind", "template"):
-            if key not in cfg:
-                raise KeyError(f"params.yaml: arm '{name}' is missing '{key}'")
-        return cls(name=name, kind=cfg["kind"], template=Path(cfg["template"]),
-                   evidence_gate=bool(cfg.get("evidence_gate", True)),
-                   max_event_chars=int(judging.get("max_event_chars", 4000)))
+
+def make_request(purpose: str, messages: list, schema: type[BaseModel], template: PromptTemplate, llm_cfg: dict[str, Any],
+             inputs: dict[str, Any]) -> LLMRequest:
+    provider, model = request_identity(llm_cfg)
+    return LLMRequest(purpose=purpose, provider=provider, model=model, messages=messages, output_schema=schema.__name__,
+                      json_schema=schema.model_json_schema(), sampling=sampling_params(llm_cfg),
+                      template_hash=template.hash, inputs=inputs)
 
 
 def build_request(events: Sequence[Event], checklist: Checklist, *, arm: ArmSpec, llm_cfg: dict[str, Any], template: PromptTemplate) -> LLMRequest:
     items = [{"item_id": i.item_id, "text": i.text} for i in checklist.items]
-    messages = template.render(ChecklistJudgment, items=items, log=render_log(events, max_chars=arm.max_event_chars))
-    provider, model = request_identity(llm_cfg)
-    return LLMRequest(
-        purpose=f"judgment:{arm.name}",
-        provider=provider,
-        model=model,
-        messages=messages,
-        output_schema="ChecklistJudgment",
-        json_schema=ChecklistJudgment.model_json_schema(),
-        sampling=sampling_params(llm_cfg),
-        template_hash=template.hash,
-        inputs={"items": items, "events": visible_events(events, arm.max_event_chars)},
-    )
+    log, visible = judge_view(events, arm.max_event_chars)
+    messages = template.render(ChecklistJudgment, items=items, log=log)
+    return make_request(f"judgment:{arm.name}", messages, ChecklistJudgment, template, llm_cfg, {"items": items, "events": visible})
+
+
+def generic_items(arm: ArmSpec) -> list[dict[str, str]]:
+    return [{"item_id": f"g{n}", "text": q} for n, q in enumerate(arm.questions, 1)]
+
+
+def build_generic_request(events: Sequence[Event], instruction: str, *, arm: ArmSpec, llm_cfg: dict[str, Any],
+                          template: PromptTemplate) -> LLMRequest:
+    items = generic_items(arm)
+    log, visible = judge_view(events, arm.max_event_chars)
+    messages = template.render(ChecklistJudgment, items=items, instruction=instruction, log=log)
+    return make_request(f"judgment:{arm.name}", messages, ChecklistJudgment, template, llm_cfg,
+                    {"mode": "generic", "instruction": instruction, "items": items, "events": visible})
 
 
 def check_one_verdict_per_item(parsed: BaseModel, request: LLMRequest) -> None:
@@ -76,39 +79,74 @@ def check_one_verdict_per_item(parsed: BaseModel, request: LLMRequest) -> None:
         raise ValueError(f"verdicts must cover each item exactly once (missing {missing}, unknown {extra}, repeated {dup})")
 
 
-def judge_checklist_arm(
-    trajectories: Sequence[Trajectory],
-    checklists: dict[tuple[str, str], Checklist],
+def _gated_judgments(
+    pending: list[tuple[Trajectory, LLMRequest, dict[str, Any]]],
     *,
     arm: ArmSpec,
     llm_cfg: dict[str, Any],
     client: LLMClient,
+    items_of: dict[str, list[dict[str, Any]]],
 ) -> list[Judgment]:
-    template = PromptTemplate(arm.template)
-    provider, model = request_identity(llm_cfg)
-    out: list[Judgment] = []
-    pending: list[tuple[Trajectory, Checklist, LLMRequest]] = []
-    for traj in trajectories:
-        cl = checklists.get((traj.benchmark, traj.task_id))
-        common = dict(trajectory_id=traj.trajectory_id, benchmark=traj.benchmark, task_id=traj.task_id, arm=arm.name,
-                      provider=provider, model=model, evidence_gate=arm.evidence_gate)
-        if cl is None or cl.status != "frozen":
-            why = "no checklist for this task" if cl is None else f"checklist not frozen: {cl.failure}"
-            out.append(Judgment(**common, checklist_hash=cl.checklist_hash if cl else "", request_key=None, status="skipped", error=why))
-            continue
-        pending.append((traj, cl, build_request(traj.events, cl, arm=arm, llm_cfg=llm_cfg, template=template)))
-    results = client.run([p[2] for p in pending], ChecklistJudgment, check=check_one_verdict_per_item, desc=f"judge {arm.name}")
-    for (traj, cl, request), result in zip(pending, results, strict=True):
-        common = dict(trajectory_id=traj.trajectory_id, benchmark=traj.benchmark, task_id=traj.task_id, arm=arm.name,
-                      provider=provider, model=model, evidence_gate=arm.evidence_gate, checklist_hash=cl.checklist_hash,
-                      request_key=result.key)
+    """Run one ChecklistJudgment call per pending trajectory and gate its verdicts.
+
+    `items_of[trajectory_id]` lists the items in order, each with `item_id`, `route`, `test_refs`
+    and optionally `text` (kept on the label).
+    """
+    results = client.run([p[1] for p in pending], ChecklistJudgment, check=check_one_verdict_per_item, desc=f"judge {arm.name}")
+    out = []
+    for (traj, _request_, extra), result in zip(pending, results, strict=True):
+        common = judgment_fields(traj, arm, llm_cfg) | extra | {"request_key": result.key}
         if not result.ok or result.parsed is None:
             out.append(Judgment(**common, status="failed", error=result.error))
             continue
-        parsed = ChecklistJudgment.model_validate(result.parsed)
-        order = {i.item_id: n for n, i in enumerate(cl.items)}
-        verdicts = sorted(parsed.verdicts, key=lambda v: order[v.item_id])
-        labels = gate_verdicts(verdicts, traj.events, routes={i.item_id: i.route for i in cl.items},
-                               test_refs={i.item_id: i.test_refs for i in cl.items}, enabled=arm.evidence_gate)
+        items = items_of[traj.trajectory_id]
+        order = {i["item_id"]: n for n, i in enumerate(items)}
+        verdicts = sorted(ChecklistJudgment.model_validate(result.parsed).verdicts, key=lambda v: order[v.item_id])
+        labels = gate_verdicts(verdicts, traj.events, routes={i["item_id"]: i["route"] for i in items},
+                               test_refs={i["item_id"]: i.get("test_refs", []) for i in items}, enabled=arm.evidence_gate)
+        texts = {i["item_id"]: i.get("text") for i in items}
+        labels = [lab.model_copy(update={"text": texts[lab.item_id]}) for lab in labels]
         out.append(Judgment(**common, status="ok", labels=labels))
+    return out
+
+
+def judge_checklist_arm(inputs: ArmInputs, *, arm: ArmSpec, llm_cfg: dict[str, Any], client: LLMClient) -> list[Judgment]:
+    """GCPC: the task's frozen checklist, one call per trajectory."""
+    template = PromptTemplate(arm.template)
+    out: list[Judgment] = []
+    pending: list[tuple[Trajectory, LLMRequest, dict[str, Any]]] = []
+    items_of: dict[str, list[dict[str, Any]]] = {}
+    for traj in inputs.trajectories:
+        cl = inputs.checklists.get(task_key(traj))
+        if cl is None or cl.status != "frozen":
+            why = "no checklist for this task" if cl is None else f"checklist not frozen: {cl.failure}"
+            out.append(Judgment(**judgment_fields(traj, arm, llm_cfg), checklist_hash=cl.checklist_hash if cl else "",
+                                request_key=None, status="skipped", error=why))
+            continue
+        items_of[traj.trajectory_id] = [{"item_id": i.item_id, "route": i.route, "test_refs": i.test_refs} for i in cl.items]
+        pending.append((traj, build_request(traj.events, cl, arm=arm, llm_cfg=llm_cfg, template=template),
+                        {"checklist_hash": cl.checklist_hash}))
+    out += _gated_judgments(pending, arm=arm, llm_cfg=llm_cfg, client=client, items_of=items_of)
+    return sorted(out, key=lambda j: j.trajectory_id)
+
+
+def judge_generic_arm(inputs: ArmInputs, *, arm: ArmSpec, llm_cfg: dict[str, Any], client: LLMClient) -> list[Judgment]:
+    """Generic: the arm's fixed task-agnostic questions, judged like a checklist (route `judge`)."""
+    if not arm.questions:
+        raise ValueError(f"params.yaml: arm '{arm.name}' (kind generic) has no 'questions'")
+    template = PromptTemplate(arm.template)
+    items = [dict(i, route="judge", test_refs=[]) for i in generic_items(arm)]
+    questions_hash = content_hash({"questions": list(arm.questions)})
+    out: list[Judgment] = []
+    pending: list[tuple[Trajectory, LLMRequest, dict[str, Any]]] = []
+    for traj in inputs.trajectories:
+        task = inputs.tasks.get(task_key(traj))
+        if task is None:
+            out.append(Judgment(**judgment_fields(traj, arm, llm_cfg), checklist_hash=questions_hash, request_key=None,
+                                status="skipped", error="task instruction not found among ingested tasks"))
+            continue
+        pending.append((traj, build_generic_request(traj.events, task.instruction, arm=arm, llm_cfg=llm_cfg, template=template),
+                        {"checklist_hash": questions_hash}))
+    out += _gated_judgments(pending, arm=arm, llm_cfg=llm_cfg, client=client,
+                            items_of={traj.trajectory_id: items for traj, _, _ in pending})
     return sorted(out, key=lambda j: j.trajectory_id)

@@ -19,6 +19,8 @@ class ItemLabel(BaseModel):
     downgraded: bool = False
     downgrade_reason: str | None = None
     test_refs: list[str] = Field(default_factory=list)
+    text: str | None = Field(default=None, description="the question, for arms whose items are not a frozen checklist (generic, TICK)")
+    request_key: str | None = Field(default=None, description="the call that labelled this item, when items are judged one call each (TICK)")
 
 
 class Judgment(BaseModel):
@@ -26,6 +28,7 @@ class Judgment(BaseModel):
     benchmark: str
     task_id: str
     arm: str
+    kind: str = Field(default="checklist", description="the arm's kind in judging.stage.ARM_KINDS")
     checklist_hash: str
     provider: str
     model: str
@@ -34,3 +37,5 @@ class Judgment(BaseModel):
     error: str | None = None
     evidence_gate: bool
     labels: list[ItemLabel] = Field(default_factory=list)
+    score: float | None = Field(default=None, description="holistic arms: the judge's 0-10 score (labels stay empty)")
+    rationale: str | None = Field(default=None, description="holistic arms: the judge's short rationale")

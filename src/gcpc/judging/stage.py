@@ -1,36 +1,73 @@
-"""Judge stage library: one arm per invocation (dvc.yaml runs it for each configured arm)."""
+"""Judge stage library: one arm per invocation (dvc.yaml runs it for each configured arm).
+
+ARM_KINDS is the registry of arm kinds. An arm in params.yaml (`arm.<name>`, from conf/arm/<name>.yaml)
+names its kind, its prompt template (file or folder) and kind-specific settings.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gcpc.corpus.models import Trajectory
+from gcpc.corpus.models import Task, Trajectory
 from gcpc.io import read_models, write_jsonl
-from gcpc.judging.checklist_arm import ArmSpec, judge_checklist_arm
+from gcpc.judging.checklist_arm import judge_checklist_arm, judge_generic_arm
+from gcpc.judging.holistic_arm import judge_holistic_arm
 from gcpc.judging.models import Judgment
-from gcpc.llm import make_client
+from gcpc.judging.spec import ArmInputs, ArmSpec, redact_run_metadata
+from gcpc.judging.tick_arm import judge_tick_arm
+from gcpc.llm import LLMClient, llm_session
 from gcpc.synthesis.models import Checklist
 
-ARM_KINDS = {"checklist": judge_checklist_arm}
+
+@dataclass(frozen=True)
+class ArmKind:
+    run: Callable[..., list[Judgment]]
+    reads: tuple[str, ...]
+    """Ingest/synthesis outputs the kind reads besides trajectories: 'checklists' and/or 'tasks' (instructions)."""
+    summary: str
 
 
-def run(params: dict[str, Any], arm_name: str, ingest_dir: Path, synth_dir: Path, out_dir: Path, *, progress: bool = True) -> list[Judgment]:
+ARM_KINDS: dict[str, ArmKind] = {
+    "checklist": ArmKind(judge_checklist_arm, ("checklists",), "GCPC: frozen checklist, one call, evidence gate"),
+    "generic": ArmKind(judge_generic_arm, ("tasks",), "fixed task-agnostic questions judged like a checklist"),
+    "tick": ArmKind(judge_tick_arm, ("tasks",), "TICK: generated yes/no questions, one call per question"),
+    "holistic": ArmKind(judge_holistic_arm, ("tasks",), "one 0-10 score with a rationale"),
+}
+
+
+def arm_spec(params: dict[str, Any], arm_name: str) -> ArmSpec:
     arms = params.get("arm") or {}
     if arm_name not in arms:
         raise KeyError(f"params.yaml: arm '{arm_name}' is not configured (configured: {', '.join(sorted(arms)) or 'none'})")
     arm = ArmSpec.from_params(arm_name, arms[arm_name], params.get("judging", {}))
-    runner = ARM_KINDS.get(arm.kind)
-    if runner is None:
+    if arm.kind not in ARM_KINDS:
         raise ValueError(f"params.yaml: arm '{arm_name}' has unknown kind '{arm.kind}' (known: {', '.join(ARM_KINDS)})")
+    return arm
+
+
+def judge_arm(arm: ArmSpec, trajectories: Sequence[Trajectory], *, llm_cfg: dict[str, Any], client: LLMClient,
+              checklists: dict[tuple[str, str], Checklist] | None = None,
+              tasks: dict[tuple[str, str], Task] | None = None) -> list[Judgment]:
+    """Judge trajectories with one arm (what the stage does, without the files)."""
+    if arm.kind not in ARM_KINDS:
+        raise ValueError(f"arm '{arm.name}' has unknown kind '{arm.kind}' (known: {', '.join(ARM_KINDS)})")
+    trajectories = [redact_run_metadata(t) for t in trajectories]
+    inputs = ArmInputs(trajectories=trajectories, checklists=checklists or {}, tasks=tasks or {})
+    return ARM_KINDS[arm.kind].run(inputs, arm=arm, llm_cfg=llm_cfg, client=client)
+
+
+def run(params: dict[str, Any], arm_name: str, ingest_dir: Path, synth_dir: Path, out_dir: Path, *, progress: bool = True) -> list[Judgment]:
+    arm = arm_spec(params, arm_name)
+    reads = ARM_KINDS[arm.kind].reads
     trajectories = read_models(ingest_dir / "trajectories.jsonl", Trajectory)
-    checklists = {(c.benchmark, c.task_id): c for c in read_models(synth_dir / "checklists.jsonl", Checklist)}
+    checklists = ({(c.benchmark, c.task_id): c for c in read_models(synth_dir / "checklists.jsonl", Checklist)}
+                  if "checklists" in reads else {})
+    tasks = {(t.benchmark, t.task_id): t for t in read_models(ingest_dir / "tasks.jsonl", Task)} if "tasks" in reads else {}
     out_dir.mkdir(parents=True, exist_ok=True)
-    client = make_client(params["judge"], out_dir / "llm_calls.jsonl", progress=progress)
-    try:
-        judgments = runner(trajectories, checklists, arm=arm, llm_cfg=params["judge"], client=client)
-        client.store.compact(client.used_keys)
-    finally:
-        client.store.close()
+    with llm_session(params["judge"], out_dir / "llm_calls.jsonl", progress=progress) as client:
+        judgments = judge_arm(arm, trajectories, llm_cfg=params["judge"], client=client, checklists=checklists, tasks=tasks)
     write_jsonl(out_dir / "judgments.jsonl", judgments)
     return judgments

@@ -47,3 +47,33 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "GeneratedChecklist": GeneratedChecklist,
     "ChecklistJudgment": ChecklistJudgment,
 }
+
+
+# --- Baseline judging arms (TICK, Holistic). Descriptions avoid the word "response" so that the
+# --- TICK-adapted prompts, which only swap that word, show the same schema text as TICK as published.
+
+
+class TickChecklist(Strict):
+    """TICK step 1: yes/no questions generated from the instruction alone."""
+
+    questions: list[str] = Field(min_length=2, max_length=8,
+                                 description="2 to 8 yes/no questions; YES means the instruction's requirement is met")
+
+
+class TickAnswer(Strict):
+    """TICK step 2: one checklist question judged in its own call, reasoning before the verdict."""
+
+    reasoning: str = Field(description="step-by-step reasoning, written before the verdict")
+    verdict: Literal["YES", "NO"]
+
+
+class HolisticJudgment(Strict):
+    """Holistic baseline: one overall score with a short rationale."""
+
+    rationale: str = Field(description="one to three sentences justifying the score, written before it")
+    score: int = Field(ge=0, le=10, description="0 = nothing the task asks for was achieved, 10 = everything was")
+
+
+SCHEMAS["TickChecklist"] = TickChecklist
+SCHEMAS["TickAnswer"] = TickAnswer
+SCHEMAS["HolisticJudgment"] = HolisticJudgment

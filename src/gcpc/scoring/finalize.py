@@ -1,9 +1,24 @@
-"""Finalize stage library: official-outcome step and the per-(trajectory, arm) metrics table."""
+"""Finalize stage library: the official-outcome step, its variants, and the per-(trajectory, arm) tables.
+
+Outputs (data/processed/finalize/):
+* metrics.parquet / .csv - one row per (trajectory, arm). Columns kept for analysis:
+  trajectory_id, benchmark, task_id, harness, model, condition, outcome, arm, n_items, n_yes, n_no,
+  n_abstain, n_downgraded, gcpc_plain, gcpc_outcome, perfect, evidence_coverage, zero_evidence.
+  Added: arm_kind, gcpc_plain_ungated (labels before the evidence gate), gcpc_per_test and
+  perfect_per_test (per-test propagation variant; NaN unless scoring.per_test_propagation is on),
+  n_truth (assertion items whose per-test results give a truth) and holistic_score (raw 0-10).
+  Holistic arms have no items: gcpc_plain = score / 10 (= gcpc_plain_ungated), perfect = score 10
+  (PASS/FAIL rows only, like every arm), n_* = 0, and gcpc_outcome, gcpc_per_test, evidence_coverage
+  are undefined (NaN); zero_evidence is False.
+* variants.parquet - the same judgments in long form, one row per (trajectory, arm, variant) with
+  variant in plain / plain_ungated / outcome / per_test: score, perfect and Yes/No/Abstain counts.
+* labels.parquet - one row per item label (plus the endpoint item), with the per-test truth.
+* judge_accuracy.json - agreement of plain judge labels with per-test results (accuracy.py).
+"""
 
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
@@ -12,16 +27,84 @@ import pandas as pd
 from gcpc.corpus.models import Trajectory
 from gcpc.io import read_models, write_json, write_jsonl
 from gcpc.judging.models import Judgment
-from gcpc.scoring.metrics import apply_official_outcome, score_trajectory
+from gcpc.scoring.accuracy import compact_accuracy, judge_accuracy
+from gcpc.scoring.metrics import (
+    apply_official_outcome,
+    apply_per_test,
+    per_test_truth,
+    score_trajectory,
+    score_variants,
+)
 
 META = ("benchmark", "task_id", "harness", "model", "condition")
+HOLISTIC_MAX = 10.0
+FLOAT_COLUMNS = ("gcpc_plain", "gcpc_outcome", "evidence_coverage", "gcpc_plain_ungated", "gcpc_per_test", "holistic_score")
+
+
+def _settings(cfg: dict[str, Any]) -> dict[str, bool]:
+    return {"pass_propagation": bool(cfg.get("pass_propagation", True)), "endpoint": bool(cfg.get("endpoint", True)),
+            "per_test": bool(cfg.get("per_test_propagation", False))}
+
+
+def _holistic_row(j: Judgment, outcome: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    if j.score is None:
+        raise ValueError(f"judgments for arm '{j.arm}': holistic judgment of {j.trajectory_id} has no score")
+    rescaled = j.score / HOLISTIC_MAX
+    perfect = (j.score == HOLISTIC_MAX) if outcome in ("PASS", "FAIL") else None
+    row = {"n_items": 0, "n_yes": 0, "n_no": 0, "n_abstain": 0, "n_downgraded": 0, "gcpc_plain": rescaled,
+           "gcpc_outcome": None, "perfect": perfect, "evidence_coverage": None, "zero_evidence": False,
+           "gcpc_plain_ungated": rescaled, "gcpc_per_test": None, "perfect_per_test": None, "n_truth": 0,
+           "holistic_score": j.score}
+    long = [{"variant": v, "score": rescaled if v.startswith("plain") else None,
+             "perfect": (j.score == HOLISTIC_MAX) if v.startswith("plain") else None,
+             "n_yes": 0, "n_no": 0, "n_abstain": 0} for v in ("plain", "plain_ungated", "outcome", "per_test")]
+    return row, long
+
+
+def _checklist_row(j: Judgment, traj: Trajectory, s: dict[str, bool]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    outcome = traj.outcome.status
+    scores = score_trajectory(j.labels, outcome, pass_propagation=s["pass_propagation"], endpoint=s["endpoint"])
+    variants = score_variants(j.labels, outcome, test_results=traj.test_results, pass_propagation=s["pass_propagation"],
+                              endpoint=s["endpoint"], per_test=s["per_test"])
+    row = {**scores.model_dump(), "gcpc_plain_ungated": variants["plain_ungated"].score,
+           "gcpc_per_test": variants["per_test"].score, "perfect_per_test": variants["per_test"].perfect,
+           "n_truth": sum(per_test_truth(lab, traj.test_results) is not None for lab in j.labels), "holistic_score": None}
+    return row, [v.model_dump() for v in variants.values()]
+
+
+def _label_rows(j: Judgment, traj: Trajectory, s: dict[str, bool]) -> list[dict[str, Any]]:
+    outcome = traj.outcome.status
+    binary = outcome in ("PASS", "FAIL")
+    after = apply_official_outcome(j.labels, outcome, pass_propagation=s["pass_propagation"], endpoint=s["endpoint"]) if binary else None
+    per_test = apply_per_test(after, traj.test_results) if after is not None and s["per_test"] else None
+    after_by_id = {lab.item_id: lab.label for lab in after} if after else {}
+    per_test_by_id = {lab.item_id: lab.label for lab in per_test} if per_test else {}
+    rows = []
+    for lab in j.labels:
+        rows.append({"trajectory_id": j.trajectory_id, "arm": j.arm, "arm_kind": j.kind, "item_id": lab.item_id, "route": lab.route,
+                     "text": lab.text, "label_plain": lab.label, "label_outcome": after_by_id.get(lab.item_id),
+                     "label_per_test": per_test_by_id.get(lab.item_id), "truth_per_test": per_test_truth(lab, traj.test_results),
+                     "raw_label": lab.raw_label, "downgraded": lab.downgraded, "downgrade_reason": lab.downgrade_reason,
+                     "n_evidence": len(lab.evidence)})
+    if after and after[-1].route == "endpoint":
+        rows.append({"trajectory_id": j.trajectory_id, "arm": j.arm, "arm_kind": j.kind, "item_id": after[-1].item_id,
+                     "route": "endpoint", "text": None, "label_plain": None, "label_outcome": after[-1].label,
+                     "label_per_test": per_test[-1].label if per_test else None, "truth_per_test": None, "raw_label": None,
+                     "downgraded": False, "downgrade_reason": None, "n_evidence": 0})
+    return rows
 
 
 def finalize(trajectories: list[Trajectory], judgments: list[Judgment], cfg: dict[str, Any]) -> tuple[pd.DataFrame, pd.DataFrame, list[dict[str, Any]]]:
+    metrics, labels, _, excluded = finalize_tables(trajectories, judgments, cfg)
+    return metrics, labels, excluded
+
+
+def finalize_tables(trajectories: list[Trajectory], judgments: list[Judgment], cfg: dict[str, Any]
+                    ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, list[dict[str, Any]]]:
+    """(metrics, labels, variants, exclusions) for judgments of any arm kind."""
     by_id = {t.trajectory_id: t for t in trajectories}
-    propagation = bool(cfg.get("pass_propagation", True))
-    endpoint = bool(cfg.get("endpoint", True))
-    metric_rows, label_rows, excluded = [], [], []
+    s = _settings(cfg)
+    metric_rows, label_rows, variant_rows, excluded = [], [], [], []
     for j in sorted(judgments, key=lambda j: (j.arm, j.trajectory_id)):
         traj = by_id.get(j.trajectory_id)
         if traj is None:
@@ -30,46 +113,50 @@ def finalize(trajectories: list[Trajectory], judgments: list[Judgment], cfg: dic
             excluded.append({"trajectory_id": j.trajectory_id, "arm": j.arm, "reason": f"judge {j.status}: {j.error}"})
             continue
         outcome = traj.outcome.status
-        scores = score_trajectory(j.labels, outcome, pass_propagation=propagation, endpoint=endpoint)
+        row, long = _holistic_row(j, outcome) if j.kind == "holistic" else _checklist_row(j, traj, s)
         meta = {k: getattr(traj, k) for k in META}
-        metric_rows.append({"trajectory_id": j.trajectory_id, **meta, "outcome": outcome, "arm": j.arm,
-                            "provider": j.provider, "judge_model": j.model, "checklist_hash": j.checklist_hash,
-                            **scores.model_dump()})
-        after = apply_official_outcome(j.labels, outcome, pass_propagation=propagation, endpoint=endpoint) if outcome in ("PASS", "FAIL") else None
-        after_by_id = {lab.item_id: lab.label for lab in after} if after else {}
-        for lab in j.labels:
-            label_rows.append({"trajectory_id": j.trajectory_id, "arm": j.arm, "item_id": lab.item_id, "route": lab.route,
-                               "label_plain": lab.label, "label_outcome": after_by_id.get(lab.item_id), "raw_label": lab.raw_label,
-                               "downgraded": lab.downgraded, "downgrade_reason": lab.downgrade_reason})
-        if after and after[-1].route == "endpoint":
-            label_rows.append({"trajectory_id": j.trajectory_id, "arm": j.arm, "item_id": after[-1].item_id, "route": "endpoint",
-                               "label_plain": None, "label_outcome": after[-1].label, "raw_label": None,
-                               "downgraded": False, "downgrade_reason": None})
+        metric_rows.append({"trajectory_id": j.trajectory_id, **meta, "outcome": outcome, "arm": j.arm, "arm_kind": j.kind,
+                            "provider": j.provider, "judge_model": j.model, "checklist_hash": j.checklist_hash, **row})
+        variant_rows += [{"trajectory_id": j.trajectory_id, "task_id": traj.task_id, "condition": traj.condition, "outcome": outcome,
+                          "arm": j.arm, "arm_kind": j.kind, **v} for v in long]
+        label_rows += _label_rows(j, traj, s)
     metrics = pd.DataFrame(metric_rows)
-    for col in ("gcpc_plain", "gcpc_outcome", "evidence_coverage"):
+    for col in FLOAT_COLUMNS:
         if col in metrics:
             metrics[col] = metrics[col].astype("float64")
-    return metrics, pd.DataFrame(label_rows), excluded
+    variants = pd.DataFrame(variant_rows)
+    if "score" in variants:
+        variants["score"] = variants["score"].astype("float64")
+    return metrics, pd.DataFrame(label_rows), variants, excluded
 
 
 def _finite(x: Any) -> Any:
     return None if x is None or (isinstance(x, float) and not math.isfinite(x)) else x
 
 
-def summary(metrics: pd.DataFrame, excluded: list[dict[str, Any]]) -> dict[str, Any]:
-    """Compact DVC metrics: per arm and outcome, mean scores and evidence figures."""
+def _mean(frame: pd.DataFrame, col: str) -> float | None:
+    if col not in frame or not frame[col].notna().any():
+        return None
+    return _finite(round(float(frame[col].astype("float64").mean()), 6))
+
+
+def summary(metrics: pd.DataFrame, excluded: list[dict[str, Any]], accuracy: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Compact DVC metrics: per arm and outcome, mean scores and evidence figures; judge accuracy."""
     out: dict[str, Any] = {"n_excluded": len(excluded)}
     for arm, frame in metrics.groupby("arm", sort=True):
-        arm_out: dict[str, Any] = {"n_trajectories": int(len(frame)), "n_zero_evidence": int(frame["zero_evidence"].sum())}
+        arm_out: dict[str, Any] = {"n_trajectories": int(len(frame)), "n_zero_evidence": int(frame["zero_evidence"].astype(bool).sum())}
         for outcome, g in frame.groupby("outcome", sort=True):
             arm_out[str(outcome)] = {
                 "n": int(len(g)),
-                "gcpc_plain_mean": _finite(round(float(g["gcpc_plain"].mean()), 6)) if g["gcpc_plain"].notna().any() else None,
-                "gcpc_outcome_mean": _finite(round(float(g["gcpc_outcome"].mean()), 6)) if g["gcpc_outcome"].notna().any() else None,
-                "evidence_coverage_mean": _finite(round(float(g["evidence_coverage"].mean()), 6)),
-                "perfect_share": _finite(round(float(g["perfect"].astype("float64").mean()), 6)) if g["perfect"].notna().any() else None,
+                "gcpc_plain_mean": _mean(g, "gcpc_plain"),
+                "gcpc_outcome_mean": _mean(g, "gcpc_outcome"),
+                "gcpc_per_test_mean": _mean(g, "gcpc_per_test"),
+                "evidence_coverage_mean": _mean(g, "evidence_coverage"),
+                "perfect_share": _finite(round(float(g["perfect"].dropna().astype("float64").mean()), 6)) if g["perfect"].notna().any() else None,
             }
         out[str(arm)] = arm_out
+    if accuracy is not None:
+        out["judge_accuracy"] = compact_accuracy(accuracy)
     return out
 
 
@@ -82,11 +169,14 @@ def run(params: dict[str, Any], ingest_dir: Path, judge_root: Path, out_dir: Pat
         if not path.exists():
             raise FileNotFoundError(f"{path}: judgments for configured arm '{arm}' are missing (run the judge stage)")
         judgments.extend(read_models(path, Judgment))
-    metrics, labels, excluded = finalize(trajectories, judgments, params.get("scoring", {}))
+    metrics, labels, variants, excluded = finalize_tables(trajectories, judgments, params.get("scoring", {}))
+    accuracy = judge_accuracy(judgments, {t.trajectory_id: t for t in trajectories})
     out_dir.mkdir(parents=True, exist_ok=True)
     metrics.to_parquet(out_dir / "metrics.parquet", index=False)
     metrics.to_csv(out_dir / "metrics.csv", index=False, lineterminator="\n", float_format="%.6f")
     labels.to_parquet(out_dir / "labels.parquet", index=False)
+    variants.to_parquet(out_dir / "variants.parquet", index=False)
+    write_json(out_dir / "judge_accuracy.json", accuracy)
     write_jsonl(out_dir / "exclusions.jsonl", excluded)
-    write_json(metrics_path, summary(metrics, excluded))
+    write_json(metrics_path, summary(metrics, excluded, accuracy))
     return metrics

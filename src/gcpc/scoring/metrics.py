@@ -3,15 +3,23 @@
 Plain GCPC uses the judge's log-only labels. "GCPC with official outcome" first applies the
 deterministic official-outcome step: on PASS every assertion-route item becomes Yes; then one
 virtual endpoint item is added, Yes on PASS and No on FAIL. Abstain never enters a denominator.
+
+Extension, off by default (`scoring.per_test_propagation`) and reported as its own variant
+(`gcpc_per_test`): per-test propagation sets each assertion-route item from the per-test verifier
+results of its referenced tests (Yes when all passed, No when any failed), on PASS and FAIL alike.
+The same per-test truth is what judge accuracy compares plain labels with (accuracy.py).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from typing import Literal
 
 from pydantic import BaseModel
 
 from gcpc.judging.models import ItemLabel
+from gcpc.llm.schemas import Label
 
 ENDPOINT_ID = "endpoint"
 
@@ -89,3 +97,132 @@ def score_trajectory(labels: Sequence[ItemLabel], outcome: str, *, pass_propagat
         evidence_coverage=evidence_coverage(labels),
         zero_evidence=is_zero_evidence(labels),
     )
+
+
+# --- Per-test verifier results: ground truth for assertion-route items, and the per-test propagation variant.
+
+PASSED, FAILED = "passed", "failed"
+_PASS_STATUSES = {"passed", "pass", "ok", "success"}
+_FAIL_STATUSES = {"failed", "fail", "error", "errored", "broken", "failure"}
+_PARAMS = re.compile(r"\[.*\]$")
+
+
+def normalize_test_status(status: str | None) -> str | None:
+    """'passed' / 'failed', or None for statuses that say nothing about the requirement (skipped, pending, ...)."""
+    s = (status or "").strip().lower()
+    return PASSED if s in _PASS_STATUSES else FAILED if s in _FAIL_STATUSES else None
+
+
+def _split_test_id(test_id: str) -> tuple[str | None, str]:
+    """(file or None, function name without parameters) of 'file.py::Class::test_x[p]' or 'test_x'."""
+    parts = test_id.split("::")
+    file = parts[0] if len(parts) > 1 else None
+    return file, _PARAMS.sub("", parts[-1])
+
+
+def verifier_test_status(ref: str, results: dict[str, str]) -> str | None:
+    """Status of one referenced verifier test in a trajectory's per-test results.
+
+    Matching, first rule that finds anything wins: the exact id; ids equal once parameters are
+    dropped (a reference to `test_x[p]` matches a collapsed `test_x` result and vice versa);
+    when either side names no file (Terminal-Bench `parser_results` are bare names), the function
+    name. Several matches (parametrized cases): failed if any failed, passed if all passed.
+    """
+    if ref in results:
+        matched = [results[ref]]
+    else:
+        base = _PARAMS.sub("", ref)
+        matched = [s for k, s in results.items() if _PARAMS.sub("", k) == base]
+        if not matched:
+            file, name = _split_test_id(ref)
+            matched = [s for k, s in results.items()
+                       if _split_test_id(k)[1] == name and (file is None or _split_test_id(k)[0] is None)]
+    statuses = [normalize_test_status(s) for s in matched]
+    if FAILED in statuses:
+        return FAILED
+    if statuses and all(s == PASSED for s in statuses):
+        return PASSED
+    return None
+
+
+def per_test_truth(label: ItemLabel, results: dict[str, str]) -> Label | None:
+    """What the verifier's per-test results say about an assertion-route item: Yes when every
+    referenced test passed, No when any failed, None when the item is not assertion-route, has no
+    references, or some reference has no result (and none failed)."""
+    if label.route != "assertion" or not label.test_refs or not results:
+        return None
+    statuses = [verifier_test_status(ref, results) for ref in label.test_refs]
+    if FAILED in statuses:
+        return "No"
+    if all(s == PASSED for s in statuses):
+        return "Yes"
+    return None
+
+
+def apply_per_test(labels: Sequence[ItemLabel], results: dict[str, str]) -> list[ItemLabel]:
+    """Per-test propagation (extension, off by default): assertion-route items take the label their
+    referenced tests' results give them, on PASS and FAIL alike; other items are unchanged."""
+    out = []
+    for lab in labels:
+        truth = per_test_truth(lab, results)
+        if truth is not None and truth != lab.label:
+            lab = lab.model_copy(update={"label": truth, "reason": f"per-test verifier results: referenced tests {'passed' if truth == 'Yes' else 'failed'}"})
+        out.append(lab)
+    return out
+
+
+def ungated(labels: Sequence[ItemLabel]) -> list[ItemLabel]:
+    """The labels as the judge gave them, before the evidence gate."""
+    return [lab.model_copy(update={"label": lab.raw_label}) if lab.raw_label and lab.raw_label != lab.label else lab for lab in labels]
+
+
+class VariantScores(BaseModel):
+    """One scoring variant of one judged trajectory."""
+
+    variant: Literal["plain", "plain_ungated", "outcome", "per_test"]
+    score: float | None
+    perfect: bool | None
+    n_yes: int
+    n_no: int
+    n_abstain: int
+
+
+def _variant(name: str, labels: Sequence[ItemLabel] | None) -> VariantScores:
+    """Scores of one variant; every field but the counts is None when the variant is undefined (labels None)."""
+    labs = list(labels or [])
+    return VariantScores(variant=name, score=gcpc_score(labs) if labels is not None else None,
+                         perfect=is_perfect(labs) if labels is not None else None,
+                         n_yes=sum(lab.label == "Yes" for lab in labs), n_no=sum(lab.label == "No" for lab in labs),
+                         n_abstain=sum(lab.label == "Abstain" for lab in labs))
+
+
+def score_variants(
+    labels: Sequence[ItemLabel],
+    outcome: str,
+    *,
+    test_results: dict[str, str] | None = None,
+    pass_propagation: bool = True,
+    endpoint: bool = True,
+    per_test: bool = False,
+) -> dict[str, VariantScores]:
+    """Every variant of a checklist-like judgment:
+
+    * plain: the judge's labels after the evidence gate (log only);
+    * plain_ungated: the labels before the gate (equals plain when the arm's gate is off);
+    * outcome: the official-outcome step (§3.3); undefined unless the outcome is PASS / FAIL;
+    * per_test: the official-outcome step, then per-test propagation (a referenced test's own
+      result overrides PASS propagation); computed only when `per_test` is on and the outcome
+      is PASS / FAIL (None otherwise). With consistent data (PASS = every test passed) the order
+      does not matter.
+    `perfect` of the plain variants is "no item No"; of the outcome variants, after the step.
+    """
+    binary = outcome in ("PASS", "FAIL")
+    out = {"plain": _variant("plain", labels), "plain_ungated": _variant("plain_ungated", ungated(labels))}
+    after = apply_official_outcome(labels, outcome, pass_propagation=pass_propagation, endpoint=endpoint) if binary else None
+    out["outcome"] = _variant("outcome", after)
+    propagated = None
+    if per_test and binary:
+        propagated = apply_per_test(apply_official_outcome(labels, outcome, pass_propagation=pass_propagation, endpoint=endpoint),
+                                    test_results or {})
+    out["per_test"] = _variant("per_test", propagated)
+    return out

@@ -10,12 +10,19 @@ from __future__ import annotations
 import json
 
 from gcpc.llm.base import LLMRequest, ProviderError, RawResponse
+from gcpc.llm.heuristic.holistic import score_holistic
+from gcpc.llm.heuristic.audit import audit_requirements
 from gcpc.llm.heuristic.judge import judge_checklist
 from gcpc.llm.heuristic.synthesize import generate_checklist
+from gcpc.llm.heuristic.tick import answer_tick_question, generate_tick_checklist
 
 HANDLERS = {
     "GeneratedChecklist": generate_checklist,
     "ChecklistJudgment": judge_checklist,
+    "CategoryAudit": audit_requirements,
+    "TickChecklist": generate_tick_checklist,
+    "TickAnswer": answer_tick_question,
+    "HolisticJudgment": score_holistic,
 }
 
 

@@ -1,0 +1,112 @@
+"""What every judging arm shares: its configuration, its inputs, and the one judge-visible view of a log.
+
+Equal information: an arm gets the task instruction (or the frozen checklist) and the trajectory's
+events, and renders the events only through `gcpc.corpus.render.render_log`. Nothing here passes
+on a trajectory's outcome, verifier results (`test_results`) or run metadata (harness, model,
+condition, source, trial, ids, paths); tests/test_judging_arms.py asserts that no request carries them.
+"""
+
+from __future__ import annotations
+
+import re
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gcpc.corpus.models import Event, Task, Trajectory
+from gcpc.corpus.render import render_log, truncate_middle
+from gcpc.synthesis.models import Checklist
+
+
+def visible_events(events: Sequence[Event], max_chars: int) -> list[dict[str, Any]]:
+    """The events exactly as the rendered log shows them (same truncation), for rule-based judges."""
+    return [{"index": e.index, "kind": e.kind.value, "tool": e.tool, "is_error": e.is_error,
+             "text": truncate_middle(e.text, max_chars)} for e in events]
+
+
+REDACTED = "[run metadata redacted]"
+
+
+def metadata_strings(traj: Trajectory) -> list[str]:
+    """Run configuration as it may appear verbatim in a log: model ids (with provider prefix or '@'
+    variants), the harness name. Longest first, so a model id is redacted before its parts."""
+    found: set[str] = set()
+    for model in filter(None, [traj.model]):
+        for m in (model, model.split("/")[-1]):
+            found.update({m, m.replace("@", "-")})
+    if traj.harness:
+        found.add(traj.harness)
+    return sorted((s for s in found if len(s) >= 4 and s.lower() not in {"unknown", "none"}), key=lambda s: (-len(s), s))
+
+
+def redact_run_metadata(traj: Trajectory) -> Trajectory:
+    """The trajectory with its own model and harness names removed from every event.
+
+    Logs sometimes print them (a launch command, a banner, an init record); no arm may see the run's
+    configuration, so they are replaced before rendering, for every arm alike.
+    """
+    needles = metadata_strings(traj)
+    if not needles:
+        return traj
+    pattern = re.compile("|".join(re.escape(n) for n in needles), re.IGNORECASE)
+    events = [e if not pattern.search(e.text) else e.model_copy(update={"text": pattern.sub(REDACTED, e.text)})
+              for e in traj.events]
+    return traj.model_copy(update={"events": events})
+
+
+def judge_view(events: Sequence[Event], max_chars: int) -> tuple[str, list[dict[str, Any]]]:
+    """(rendered log for the prompt, the same events as structured inputs): all an arm may see of a trajectory."""
+    return render_log(events, max_chars=max_chars), visible_events(events, max_chars)
+
+
+@dataclass(frozen=True)
+class ArmSpec:
+    """One configured arm (params.yaml `arm.<name>`).
+
+    `template` is a Jinja file for single-prompt arms, or a folder for arms with several prompts
+    (TICK: `generate.jinja` and `judge.jinja`), so dvc.yaml's `${item.template}` dep covers them all.
+    """
+
+    name: str
+    kind: str
+    template: Path
+    evidence_gate: bool = True
+    max_event_chars: int = 4000
+    questions: tuple[str, ...] = ()
+
+    @classmethod
+    def from_params(cls, name: str, cfg: dict[str, Any], judging: dict[str, Any]) -> ArmSpec:
+        for key in ("kind", "template"):
+            if key not in cfg:
+                raise KeyError(f"params.yaml: arm '{name}' is missing '{key}'")
+        questions = cfg.get("questions") or []
+        if not isinstance(questions, list) or not all(isinstance(q, str) and q.strip() for q in questions):
+            raise ValueError(f"params.yaml: arm '{name}': 'questions' must be a list of non-empty strings")
+        if len(set(questions)) != len(questions):
+            raise ValueError(f"params.yaml: arm '{name}': 'questions' repeats a question")
+        return cls(name=name, kind=cfg["kind"], template=Path(cfg["template"]),
+                   evidence_gate=bool(cfg.get("evidence_gate", True)),
+                   max_event_chars=int(judging.get("max_event_chars", 4000)),
+                   questions=tuple(questions))
+
+    def template_file(self, name: str) -> Path:
+        """A named prompt inside a template folder (e.g. TICK's 'generate.jinja')."""
+        if not self.template.is_dir():
+            raise NotADirectoryError(f"params.yaml: arm '{self.name}' (kind {self.kind}) needs 'template' to be a folder "
+                                     f"holding {name}; got {self.template}")
+        return self.template / name
+
+
+@dataclass(frozen=True)
+class ArmInputs:
+    """Everything a judging arm may read."""
+
+    trajectories: Sequence[Trajectory]
+    checklists: dict[tuple[str, str], Checklist] = field(default_factory=dict)
+    tasks: dict[tuple[str, str], Task] = field(default_factory=dict)
+
+
+def task_key(traj: Trajectory) -> tuple[str, str]:
+    return traj.benchmark, traj.task_id

@@ -1,0 +1,40 @@
+"""Run configuration printed inside a log (launch command, banner, init record) never reaches a judge."""
+
+from gcpc.corpus.models import Event, EventKind, Outcome, SourceRef, Trajectory
+from gcpc.judging.spec import REDACTED, redact_run_metadata
+
+SRC = SourceRef(path="sessions/agent.log", line=1)
+
+
+def traj(events: list[str]) -> Trajectory:
+    return Trajectory(
+        trajectory_id="tb1/run/t1", benchmark="terminal-bench-1", task_id="hello", harness="mini-swe-agent",
+        model="anthropic/claude-sonnet-4-20250514", condition="without_skills", source="run", trial="t1",
+        outcome=Outcome(status="PASS", reward=1.0),
+        events=[Event(index=i, kind=EventKind.SYSTEM if i == 0 else EventKind.TOOL_OUTPUT, text=t, source=SRC)
+                for i, t in enumerate(events)],
+        source_path="x",
+    )
+
+
+def test_model_and_harness_names_are_redacted_in_every_event():
+    t = traj(["[agent launch] mini -m anthropic/claude-sonnet-4-20250514 -t 'task'",
+              "This is Mini-SWE-Agent version 1.9 using claude-sonnet-4-20250514", "hello.txt written"])
+    red = redact_run_metadata(t)
+    texts = [e.text for e in red.events]
+    assert all("claude-sonnet" not in x and "mini-swe-agent" not in x.lower() for x in texts)
+    assert texts[0] == f"[agent launch] mini -m {REDACTED} -t 'task'"
+    assert texts[2] == "hello.txt written"
+    assert [e.index for e in red.events] == [0, 1, 2]
+
+
+def test_claude_code_init_event_does_not_reveal_the_skill_condition(tmp_path):
+    import json
+
+    from gcpc.corpus.claude_code import parse_log
+
+    log = tmp_path / "claude-code.txt"
+    log.write_text(json.dumps({"type": "system", "subtype": "init", "cwd": "/root", "tools": ["Bash"],
+                               "model": "claude-x@1", "skills": ["secret-skill"]}) + "\n")
+    events = parse_log(log)
+    assert events and "secret-skill" not in events[0].text and "claude-x" not in events[0].text

@@ -80,3 +80,42 @@ def test_report_stage_end_to_end(tmp_path, monkeypatch):
     for name in ("rq1_auc_forest", "score_by_outcome"):
         for ext in (".png", ".pdf"):
             assert (tmp_path / "figures" / f"{name}{ext}").stat().st_size > 0
+
+
+def test_figure4_with_and_without_reference_arm(tmp_path):
+    from gcpc.report.figures import fig4
+
+    m = make_metrics(seed=3)
+    with_ref = rq1(m.assign(arm=m["arm"].replace({"baseline": "holistic"})), FAST)
+    assert with_ref["reference"]["available"]
+    without = rq1(m, FAST)
+    assert not without["reference"]["available"] and "holistic" in without["reference"]["reason"]
+    outputs = []
+    for run in ("a", "b"):
+        paths = save_figure(fig4(with_ref, {"gcpc": "anthropic/claude", "holistic": "anthropic/claude"}), tmp_path / run / "fig4")
+        paths += save_figure(fig4(without, None), tmp_path / run / "fig4_noref")
+        outputs.append([p.read_bytes() for p in paths])
+    assert outputs[0] == outputs[1] and all(len(b) > 1000 for b in outputs[0])
+    panel_a = fig4(without, None).axes[0]
+    assert any("not available" in t.get_text() for t in panel_a.texts)
+
+
+def test_rq_figures_render_when_inputs_are_missing(tmp_path):
+    import pandas as pd
+
+    from gcpc.report.figures import fig5, rq2_figure, rq4_figure, rq5_figure
+
+    cfg = {"primary_arm": "gcpc", "scores": ["gcpc_plain"], "zero_evidence_score": 0.0, "rq3": {"threshold": 0.1}}
+    figs = {
+        "rq2": rq2_figure({"available": False, "reason": "annotation file x not found"}),
+        "fig5": fig5(pd.DataFrame(columns=["arm", "score", "transition", "delta"]),
+                     {"config": cfg, "pairing": {"n_pairs": 0, "n_excluded": 2}, "noise_floor": {"available": False}}),
+        "rq4": rq4_figure({"panel_b": {}, "panel_c": {"evidence_replacement": {"available": False, "reason": "no controls"}}}),
+        "rq5": rq5_figure({"judge_swap": {"available": False, "reason": "no rejudge"}}, None,
+                          pd.DataFrame(columns=["benchmark", "delta"]), cfg),
+    }
+    for name, fig in figs.items():
+        png, pdf = save_figure(fig, tmp_path / name)
+        assert png.read_bytes().startswith(b"\x89PNG") and pdf.read_bytes().startswith(b"%PDF"), name
+    texts = " ".join(t.get_text() for ax in figs["rq2"].axes for t in ax.texts)
+    assert "annotation file x not found" in texts.replace("\n", " ")

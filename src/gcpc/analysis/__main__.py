@@ -7,7 +7,17 @@ from pathlib import Path
 
 import pandas as pd
 
-from gcpc.analysis.rq1 import compact_metrics, roc_points, rq1, rq1_table_latex, rq1_table_markdown
+from gcpc.analysis.rq1 import (
+    compact_metrics,
+    roc_points,
+    rq1,
+    rq1_condition_latex,
+    rq1_condition_markdown,
+    rq1_paired_latex,
+    rq1_paired_markdown,
+    rq1_table_latex,
+    rq1_table_markdown,
+)
 from gcpc.io import write_json, write_text
 from gcpc.params import load_params, stage_args
 
@@ -18,6 +28,10 @@ ROC = OUT_DIR / "roc.csv"
 METRICS = Path("metrics/rq1.json")
 TABLE_MD = Path("figures/rq1_table.md")
 TABLE_TEX = Path("figures/rq1_table.tex")
+PAIRED_MD = Path("figures/rq1_paired.md")
+PAIRED_TEX = Path("figures/rq1_paired.tex")
+CONDITION_MD = Path("figures/rq1_by_condition.md")
+CONDITION_TEX = Path("figures/rq1_by_condition.tex")
 
 
 def main() -> int:
@@ -32,6 +46,10 @@ def main() -> int:
     write_json(METRICS, compact_metrics(result))
     write_text(TABLE_MD, rq1_table_markdown(result))
     write_text(TABLE_TEX, rq1_table_latex(result))
+    write_text(PAIRED_MD, rq1_paired_markdown(result))
+    write_text(PAIRED_TEX, rq1_paired_latex(result))
+    write_text(CONDITION_MD, rq1_condition_markdown(result))
+    write_text(CONDITION_TEX, rq1_condition_latex(result))
     ROC.parent.mkdir(parents=True, exist_ok=True)
     roc_points(metrics, cfg).to_csv(ROC, index=False, float_format="%.6g", lineterminator="\n")
     print(f"rq1: {result['n_trajectories']} trajectories, {result['n_tasks']} tasks, "

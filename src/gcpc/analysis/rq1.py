@@ -15,10 +15,10 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics import roc_curve
 
+from gcpc.analysis.common import DEFAULTS, active_scores, fmt, fmt_ci, latex_table, markdown_table, with_method_arm
 from gcpc.analysis.stats import (
     BootstrapResult,
-    auc_statistic,
-    clustered_bootstrap,
+    clustered_auc_bootstrap,
     paired_delta_auc,
 )
 
@@ -46,6 +46,13 @@ def resolve_config(cfg: dict[str, Any] | None) -> dict[str, Any]:
         },
         # None means: drop trajectories whose score is undefined instead of filling them.
         "zero_evidence_score": None if zes is None else float(zes),
+        "extra_scores": [str(s) for s in (cfg.get("extra_scores") if cfg.get("extra_scores") is not None
+                                          else DEFAULTS["extra_scores"])],
+        "primary_arm": str(cfg.get("primary_arm") or DEFAULTS["primary_arm"]),
+        "reference_arm": str(cfg.get("reference_arm") or DEFAULTS["reference_arm"]),
+        "reference_score": str(cfg.get("reference_score") or DEFAULTS["reference_score"]),
+        "default_variants": [str(v) for v in (cfg.get("default_variants") if cfg.get("default_variants") is not None
+                                               else DEFAULTS["default_variants"])],
     }
     if resolved["zero_evidence_score"] is not None and not math.isfinite(resolved["zero_evidence_score"]):
         raise ValueError("analysis.zero_evidence_score must be a finite number or null")
@@ -128,9 +135,8 @@ def _auc_entry(rows: pd.DataFrame, score: str, boot: dict[str, Any]) -> dict[str
         entry.update(auc=None, ci_low=None, ci_high=None,
                      skipped=f"single class (n_pass={entry['n_pass']}, n_fail={entry['n_fail']})")
         return entry
-    res: BootstrapResult = clustered_bootstrap(
-        rows[[score, LABEL, CLUSTER]], CLUSTER, auc_statistic(score, LABEL),
-        n_resamples=boot["n_resamples"], seed=boot["seed"], ci=boot["ci"],
+    res: BootstrapResult = clustered_auc_bootstrap(
+        rows, score, LABEL, CLUSTER, n_resamples=boot["n_resamples"], seed=boot["seed"], ci=boot["ci"],
     )
     entry.update(
         auc=res.estimate,
@@ -155,18 +161,70 @@ def _delta_entry(rows: pd.DataFrame, a: str, b: str, boot: dict[str, Any]) -> di
     return entry
 
 
+def _not_produced(rows: pd.DataFrame, score: str) -> dict[str, Any]:
+    entry: dict[str, Any] = _counts(rows)
+    entry.update(auc=None, ci_low=None, ci_high=None, n_zero_evidence=int(rows["zero_evidence"].astype(bool).sum()),
+                 n_undefined=int(len(rows)), n_filled=0, n_dropped=0,
+                 skipped=f"this arm produces no {score} (all values missing)")
+    return entry
+
+
+def reference_deltas(prepared: dict[tuple[str, str], pd.DataFrame], c: dict[str, Any], arms: list[str]) -> dict[str, Any]:
+    """Paired AUC(primary arm, each score) - AUC(reference arm, reference score) on identical trajectories.
+
+    This is the paper's GCPC - Holistic comparison: both AUCs on exactly the trajectories both arms
+    scored, from the same task resamples; `share_positive` is the share of draws above zero.
+    """
+    primary, ref, ref_score = c["primary_arm"], c["reference_arm"], c["reference_score"]
+    out: dict[str, Any] = {"primary_arm": primary, "reference_arm": ref, "reference_score": ref_score, "deltas": []}
+    missing = [a for a in (primary, ref) if a not in arms]
+    if missing:
+        out.update(available=False, reason=f"arm(s) {', '.join(repr(m) for m in missing)} not in the metrics table "
+                                           f"(arms present: {', '.join(arms) or 'none'})")
+        return out
+    if (ref, ref_score) not in prepared:
+        out.update(available=False, reason=f"reference arm '{ref}' has no usable '{ref_score}' column")
+        return out
+    out["available"] = True
+    right = prepared[(ref, ref_score)][["trajectory_id", ref_score]].rename(columns={ref_score: "_ref"})
+    for score in c["scores"]:
+        entry: dict[str, Any] = {"score": score, "a": f"{primary}:{score}", "b": f"{ref}:{ref_score}"}
+        if (primary, score) not in prepared:
+            entry.update(n=0, delta=None, ci_low=None, ci_high=None, share_positive=None,
+                         skipped=f"arm '{primary}' produces no {score}")
+        else:
+            left = prepared[(primary, score)][["trajectory_id", CLUSTER, LABEL, "condition", score]]
+            joined = left.merge(right, on="trajectory_id", validate="one_to_one")
+            if joined.empty:
+                entry.update(n=0, delta=None, ci_low=None, ci_high=None, share_positive=None,
+                             skipped="no shared trajectories")
+            else:
+                entry.update(_delta_entry(joined, score, "_ref", c["bootstrap"]))
+                by_cond = {}
+                for cond in sorted(joined["condition"].astype(str).unique().tolist()):
+                    sub = joined[joined["condition"].astype(str) == cond]
+                    by_cond[cond] = _delta_entry(sub, score, "_ref", c["bootstrap"])
+                entry["by_condition"] = by_cond
+        out["deltas"].append(entry)
+    return out
+
+
 def rq1(metrics: pd.DataFrame, cfg: dict[str, Any] | None = None) -> dict[str, Any]:
     """Full RQ1 result: per arm x score AUC (+CI), by condition, and paired deltas.
 
     Deltas: within an arm, later scores minus the first (e.g. gcpc_outcome - gcpc_plain);
-    across arms, for each score, arm_a - arm_b on the trajectories both arms scored.
+    across arms, for each score, arm_a - arm_b on the trajectories both arms scored; and the
+    reference comparison (primary arm - reference arm, GCPC - Holistic in the paper).
     All bootstraps share one seed, so every AUC uses the same task resamples.
+    A `variant` column, when present, is folded into the arm label (see common.with_method_arm).
     """
     c = resolve_config(cfg)
-    scores, boot, zes = c["scores"], c["bootstrap"], c["zero_evidence_score"]
-    _check_columns(metrics, scores)
+    _check_columns(metrics, c["scores"])
     if len(metrics) == 0:
         raise ValueError("metrics table is empty")
+    c["scores"] = active_scores(metrics, c)  # configured scores plus the variants present (e.g. per-test propagation)
+    scores, boot, zes = c["scores"], c["bootstrap"], c["zero_evidence_score"]
+    metrics = with_method_arm(metrics, c["default_variants"])
 
     per_traj = metrics.drop_duplicates("trajectory_id")
     rows = decided(metrics)
@@ -187,12 +245,17 @@ def rq1(metrics: pd.DataFrame, cfg: dict[str, Any] | None = None) -> dict[str, A
     }
     result["n_fail"] = result["n_trajectories"] - result["n_pass"]
 
+    extra = [c["reference_score"]] if c["reference_score"] not in scores and c["reference_score"] in metrics.columns else []
     prepared: dict[tuple[str, str], pd.DataFrame] = {}
     for arm in arms:
         arm_rows = rows[rows["arm"] == arm]
         result["arms"][arm] = {}
         result["by_condition"][arm] = {}
         for score in scores:
+            if arm_rows[score].isna().all():
+                result["arms"][arm][score] = _not_produced(arm_rows, score)
+                result["by_condition"][arm][score] = {}
+                continue
             vals, info = score_values(arm_rows, score, zes)
             prepared[(arm, score)] = vals
             entry = _auc_entry(vals, score, boot)
@@ -202,11 +265,15 @@ def rq1(metrics: pd.DataFrame, cfg: dict[str, Any] | None = None) -> dict[str, A
             for cond in sorted(vals["condition"].astype(str).unique().tolist()):
                 by_cond[cond] = _auc_entry(vals[vals["condition"].astype(str) == cond], score, boot)
             result["by_condition"][arm][score] = by_cond
+        for score in extra:
+            if arm == c["reference_arm"] and not arm_rows[score].isna().all():
+                prepared[(arm, score)] = score_values(arm_rows, score, zes)[0]
 
         # Within-arm deltas need both scores defined on the same rows.
-        if len(scores) > 1:
-            base = scores[0]
-            for other in scores[1:]:
+        produced = [s for s in scores if (arm, s) in prepared]
+        if len(produced) > 1:
+            base = produced[0]
+            for other in produced[1:]:
                 both = arm_rows.copy()
                 for s in (base, other):
                     both = score_values(both, s, zes)[0]
@@ -215,16 +282,21 @@ def rq1(metrics: pd.DataFrame, cfg: dict[str, Any] | None = None) -> dict[str, A
 
     for score in scores:
         for a, b in itertools.combinations(arms, 2):
+            entry: dict[str, Any] = {"score": score, "a": a, "b": b}
+            if (a, score) not in prepared or (b, score) not in prepared:
+                entry.update(n=0, delta=None, ci_low=None, ci_high=None, skipped=f"{score} missing in one arm")
+                result["deltas"]["between_arms"].append(entry)
+                continue
             left = prepared[(a, score)][["trajectory_id", CLUSTER, LABEL, score]]
             right = prepared[(b, score)][["trajectory_id", score]]
             joined = left.merge(right, on="trajectory_id", suffixes=("_a", "_b"), validate="one_to_one")
-            entry: dict[str, Any] = {"score": score, "a": a, "b": b}
             if joined.empty:
                 entry.update(n=0, delta=None, ci_low=None, ci_high=None, skipped="no shared trajectories")
             else:
                 entry.update(_delta_entry(joined, f"{score}_a", f"{score}_b", boot))
             result["deltas"]["between_arms"].append(entry)
 
+    result["reference"] = reference_deltas(prepared, c, arms)
     return _jsonable(result)
 
 
@@ -236,6 +308,10 @@ def compact_metrics(result: dict[str, Any]) -> dict[str, Any]:
             score: {"auc": e.get("auc"), "ci_low": e.get("ci_low"), "ci_high": e.get("ci_high")}
             for score, e in per_score.items()
         }
+    ref = result.get("reference") or {}
+    if ref.get("available"):
+        out["reference_delta"] = {d["score"]: {"delta": d.get("delta"), "ci_low": d.get("ci_low"), "ci_high": d.get("ci_high"),
+                                               "share_positive": d.get("share_positive")} for d in ref["deltas"]}
     out["n_trajectories"] = result["n_trajectories"]
     out["n_tasks"] = result["n_tasks"]
     out["n_excluded_other"] = result["n_excluded_other"]
@@ -264,6 +340,8 @@ def _table_rows(result: dict[str, Any]) -> tuple[list[tuple[str, ...]], int]:
     level = int(round(100 * result["config"]["bootstrap"]["ci"]))
     rows = []
     for arm, score, e in ordered_entries(result):
+        if str(e.get("skipped", "")).startswith("this arm produces no"):
+            continue
         ci = "n/a" if e.get("ci_low") is None else f"[{_fmt(e['ci_low'])}, {_fmt(e['ci_high'])}]"
         rows.append((arm, score, _fmt(e.get("auc")), ci, f"{e['n']} ({e['n_pass']}/{e['n_fail']})",
                      str(e["n_tasks"]), str(e.get("n_zero_evidence", 0))))
@@ -309,6 +387,86 @@ def rq1_table_latex(result: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
+def _delta_rows(result: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    rows: list[tuple[str, list[str]]] = []
+    ref = result.get("reference") or {}
+    for d in ref.get("deltas", []) if ref.get("available") else []:
+        rows.append(("GCPC − reference (paired)", [d["a"], d["b"], fmt(d.get("delta")), fmt_ci(d.get("ci_low"), d.get("ci_high")),
+                     fmt(d.get("share_positive"), 3), str(d.get("n", 0)), str(d.get("n_tasks", "n/a"))]))
+    for d in result["deltas"]["within_arm"]:
+        rows.append(("within arm", [f"{d['arm']}:{d['a']}", f"{d['arm']}:{d['b']}", fmt(d.get("delta")),
+                     fmt_ci(d.get("ci_low"), d.get("ci_high")), fmt(d.get("share_positive"), 3), str(d.get("n", 0)),
+                     str(d.get("n_tasks", "n/a"))]))
+    primary = result["config"].get("primary_arm")
+    for d in result["deltas"]["between_arms"]:
+        if d.get("delta") is None and str(d.get("skipped", "")).endswith("missing in one arm"):
+            continue
+        if primary in {d["a"], d["b"]} or primary not in result["arms"]:
+            pass
+        else:
+            continue
+        rows.append(("between arms", [f"{d['a']}:{d['score']}", f"{d['b']}:{d['score']}", fmt(d.get("delta")),
+                     fmt_ci(d.get("ci_low"), d.get("ci_high")), fmt(d.get("share_positive"), 3), str(d.get("n", 0)),
+                     str(d.get("n_tasks", "n/a"))]))
+    return rows
+
+
+_DELTA_HEADER = ["Comparison", "A", "B", "ΔAUC (A − B)", "CI", "Share of draws > 0", "n", "Tasks"]
+
+
+def _reference_note(result: dict[str, Any]) -> str:
+    ref = result.get("reference") or {}
+    level = int(round(100 * result["config"]["bootstrap"]["ci"]))
+    base = (f"Paired ΔAUC on identical trajectories; {level}% percentile CI from "
+            f"{result['config']['bootstrap']['n_resamples']} task-clustered resamples shared by both AUCs. Between-arm rows "
+            f"involving the primary arm '{result['config'].get('primary_arm')}' are shown; rq1.json has every pair.")
+    if not ref.get("available"):
+        base += f" GCPC − {ref.get('reference_arm', 'reference')}: not available ({ref.get('reason', 'no reference arm')})."
+    return base
+
+
+def rq1_paired_markdown(result: dict[str, Any]) -> str:
+    rows = _delta_rows(result)
+    return markdown_table(_DELTA_HEADER, [[kind, *r] for kind, r in rows], "lllrlrrr", note=_reference_note(result))
+
+
+def rq1_paired_latex(result: dict[str, Any]) -> str:
+    rows = _delta_rows(result)
+    return latex_table(_DELTA_HEADER, [[kind, *r] for kind, r in rows], "lllrcrrr")
+
+
+def _condition_rows(result: dict[str, Any]) -> list[list[str]]:
+    out = []
+    order = {s: i for i, s in enumerate(result["config"]["scores"])}
+    for arm in sorted(result["by_condition"]):
+        per = result["by_condition"][arm]
+        for score in sorted(per, key=lambda s: (order.get(s, len(order)), s)):
+            for cond, e in sorted(per[score].items()):
+                out.append([arm, score, cond, fmt(e.get("auc")), fmt_ci(e.get("ci_low"), e.get("ci_high")),
+                            f"{e['n']} ({e['n_pass']}/{e['n_fail']})", str(e["n_tasks"]),
+                            e.get("skipped", "")])
+    ref = result.get("reference") or {}
+    for d in ref.get("deltas", []) if ref.get("available") else []:
+        for cond, e in sorted((d.get("by_condition") or {}).items()):
+            out.append([f"Δ {d['a']} − {d['b']}", "paired", cond, fmt(e.get("delta")), fmt_ci(e.get("ci_low"), e.get("ci_high")),
+                        f"{e['n']} ({e['n_pass']}/{e['n_fail']})", str(e["n_tasks"]), e.get("skipped", "")])
+    return out
+
+
+_COND_HEADER = ["Arm", "Score", "Condition", "AUC", "CI", "n (pass/fail)", "Tasks", "Note"]
+
+
+def rq1_condition_markdown(result: dict[str, Any]) -> str:
+    level = int(round(100 * result["config"]["bootstrap"]["ci"]))
+    return markdown_table(_COND_HEADER, _condition_rows(result), "lllrlrrl",
+                          note=f"AUC by skill condition with {level}% task-clustered bootstrap CIs; a condition with a "
+                               "single outcome class has no AUC.")
+
+
+def rq1_condition_latex(result: dict[str, Any]) -> str:
+    return latex_table(_COND_HEADER, _condition_rows(result), "lllrcrrl")
+
+
 def roc_points(metrics: pd.DataFrame, cfg: dict[str, Any] | None = None) -> pd.DataFrame:
     """ROC curve points per arm x score (same filtering and filling as rq1), for DVC plots.
 
@@ -316,11 +474,14 @@ def roc_points(metrics: pd.DataFrame, cfg: dict[str, Any] | None = None) -> pd.D
     """
     c = resolve_config(cfg)
     _check_columns(metrics, c["scores"])
-    rows = decided(metrics)
+    c["scores"] = active_scores(metrics, c)
+    rows = decided(with_method_arm(metrics, c["default_variants"]))
     frames = []
     for arm in sorted(rows["arm"].unique().tolist()):
         arm_rows = rows[rows["arm"] == arm]
         for score in c["scores"]:
+            if arm_rows[score].isna().all():
+                continue
             vals, _ = score_values(arm_rows, score, c["zero_evidence_score"])
             y = vals[LABEL].to_numpy()
             if y.all() or not y.any():
@@ -336,6 +497,11 @@ def roc_points(metrics: pd.DataFrame, cfg: dict[str, Any] | None = None) -> pd.D
 
 __all__ = [
     "compact_metrics",
+    "reference_deltas",
+    "rq1_condition_latex",
+    "rq1_condition_markdown",
+    "rq1_paired_latex",
+    "rq1_paired_markdown",
     "decided",
     "ordered_entries",
     "resolve_config",

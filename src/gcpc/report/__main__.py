@@ -1,4 +1,4 @@
-"""`python -m gcpc.report`: the `report` stage; renders RQ1 figures from metrics.parquet and rq1.json."""
+"""`python -m gcpc.report`: the `figures` stage; renders the RQ1 figures (Figure 4, forest, scores by outcome)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from gcpc.analysis.common import judge_identity, with_method_arm
 from gcpc.params import load_params, stage_args
-from gcpc.report.figures import forest_plot, judge_label, save_figure, score_by_outcome_plot
+from gcpc.report.figures import fig4, forest_plot, judge_label, save_figure, score_by_outcome_plot
 
 METRICS = Path("data/processed/finalize/metrics.parquet")
 RQ1 = Path("data/processed/analyze/rq1.json")
@@ -27,7 +28,9 @@ def main() -> int:
     metrics = pd.read_parquet(METRICS)
     written = save_figure(forest_plot(result, judge_label(params)), FIG_DIR / "rq1_auc_forest")
     # Same config the numbers were computed with, so the plot cannot disagree with the table.
-    written += save_figure(score_by_outcome_plot(metrics, result["config"]), FIG_DIR / "score_by_outcome")
+    methods = with_method_arm(metrics, result["config"].get("default_variants", []))
+    written += save_figure(score_by_outcome_plot(methods, result["config"]), FIG_DIR / "score_by_outcome")
+    written += save_figure(fig4(result, judge_identity(methods)), FIG_DIR / "fig4_auc")
     print("report: wrote " + ", ".join(str(p) for p in written))
     return 0
 

@@ -18,6 +18,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from gcpc.analysis.common import judges_text  # noqa: E402
 from gcpc.analysis.rq1 import LABEL, decided, ordered_entries, resolve_config, score_values  # noqa: E402
 
 DPI = 200
@@ -95,6 +96,11 @@ def score_by_outcome_plot(metrics: pd.DataFrame, cfg: dict[str, Any] | None = No
             arm_rows = rows[rows["arm"] == arm]
             for j, score in enumerate(scores):
                 ax = axes[i][j]
+                if arm_rows[score].isna().all():
+                    ax.text(0.5, 0.5, f"{arm} produces no {score}", ha="center", va="center", fontsize=7, color="0.4")
+                    ax.set_xticks([])
+                    ax.set_title(f"{arm} · {score}", fontsize=8)
+                    continue
                 vals, info = score_values(arm_rows, score, c["zero_evidence_score"])
                 filled = vals.index.isin(arm_rows.index[arm_rows[score].isna()])
                 labels = vals[LABEL].to_numpy()
@@ -139,3 +145,273 @@ def save_figure(fig: Figure, stem: str | Path) -> list[Path]:
         fig.savefig(png, dpi=DPI, format="png", metadata=PNG_METADATA)
         fig.savefig(pdf, dpi=DPI, format="pdf", metadata=PDF_METADATA)
     return [png, pdf]
+
+
+# ---------------------------------------------------------------------------------------------
+# Figures for RQ1 (Figure 4) to RQ5. Each takes the analysis result (JSON-ready dict) and, where it
+# draws points, the long-form frame the stage wrote next to it. A panel whose analysis is not
+# available says so in the panel instead of being left out, so every listed figure always exists.
+# ---------------------------------------------------------------------------------------------
+
+GCPC_COLOR = "#3366aa"
+REF_COLOR = "#7f7f7f"
+TRANSITION_COLORS = {"FAIL→FAIL": "#d95f02", "FAIL→PASS": "#1b9e77", "PASS→FAIL": "#e7298a", "PASS→PASS": "#66a61e"}
+
+
+def _note_panel(ax: Any, text: str) -> None:
+    ax.text(0.5, 0.5, text, ha="center", va="center", fontsize=8, color="0.35", wrap=True, transform=ax.transAxes)
+    ax.set_xticks([])
+    ax.set_yticks([])
+    for side in ("left", "bottom"):
+        ax.spines[side].set_visible(False)
+
+
+def _wrap(text: str, width: int = 70) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width)) or text
+
+
+def _ci_rows(ax: Any, rows: list[tuple[str, float | None, float | None, float | None, str]], xlim: tuple[float, float],
+             ref: float | None, xlabel: str) -> None:
+    """Point + CI bar per row: (label, estimate, lo, hi, color)."""
+    ys = np.arange(len(rows))[::-1]
+    for y, (_, est, lo, hi, color) in zip(ys, rows, strict=True):
+        if est is None:
+            ax.text(sum(xlim) / 2, y, "undefined", va="center", ha="center", fontsize=7, color="0.4")
+            continue
+        if lo is not None and hi is not None:
+            ax.plot([lo, hi], [y, y], color="0.25", lw=1.4, solid_capstyle="butt")
+        ax.plot([est], [y], "o", color=color, ms=5.5, zorder=3)
+        ax.text(1.01, y, f"{est:.3f}", va="center", ha="left", fontsize=7, transform=ax.get_yaxis_transform())
+    if ref is not None:
+        ax.axvline(ref, color="0.55", ls="--", lw=0.9)
+    ax.set_yticks(ys, [r[0] for r in rows], fontsize=7)
+    ax.set_xlim(*xlim)
+    ax.set_ylim(-0.7, max(len(rows), 1) - 0.3)
+    ax.set_xlabel(xlabel, fontsize=8)
+
+
+def fig4(result: dict[str, Any], judges: dict[str, str] | None = None) -> Figure:
+    """Figure 4: (a) paired ΔAUC, GCPC − reference (Holistic) on identical trajectories, overall and by
+    condition, with the share of bootstrap draws above 0; (b) descriptive per-arm AUC forest."""
+    level = int(round(100 * result["config"]["bootstrap"]["ci"]))
+    ref = result.get("reference") or {}
+    paired: list[tuple[str, float | None, float | None, float | None, str]] = []
+    shares: list[float | None] = []
+    if ref.get("available"):
+        for d in ref["deltas"]:
+            paired.append((f"{d['a']} − {d['b']}", d.get("delta"), d.get("ci_low"), d.get("ci_high"), GCPC_COLOR))
+            shares.append(d.get("share_positive"))
+            for cond, e in sorted((d.get("by_condition") or {}).items()):
+                paired.append((f"   {cond}", e.get("delta"), e.get("ci_low"), e.get("ci_high"), REF_COLOR))
+                shares.append(e.get("share_positive"))
+    forest = [(f"{arm} · {score}", e.get("auc"), e.get("ci_low"), e.get("ci_high"),
+               GCPC_COLOR if arm == result["config"].get("primary_arm") else REF_COLOR)
+              for arm, score, e in ordered_entries(result) if not str(e.get("skipped", "")).startswith("this arm produces no")]
+    with plt.rc_context(RC):
+        height = 0.32 * max(len(paired), len(forest), 3) + 1.6
+        fig = Figure(figsize=(10.0, height), dpi=DPI)
+        ax_a, ax_b = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1], "wspace": 0.9})
+        if paired:
+            _ci_rows(ax_a, paired, (-1.0, 1.0), 0.0, f"ΔAUC ({level}% task-clustered CI, shared resamples)")
+            ys = np.arange(len(paired))[::-1]
+            for y, s in zip(ys, shares, strict=True):
+                if s is not None:
+                    ax_a.text(-0.98, y + 0.28, f"P(Δ>0)={s:.2f}", fontsize=6, color="0.3")
+        else:
+            _note_panel(ax_a, _wrap(f"Paired GCPC − {ref.get('reference_arm', 'Holistic')} not available: "
+                                    f"{ref.get('reason', 'no reference arm')}", 48))
+        ax_a.set_title("(a) paired ΔAUC, identical trajectories", fontsize=9)
+        if forest:
+            _ci_rows(ax_b, forest, (0.0, 1.0), 0.5, f"AUC vs official PASS ({level}% CI; each arm's own sample)")
+        else:
+            _note_panel(ax_b, "no arm has a defined AUC")
+        ax_b.set_title("(b) per-arm AUC (descriptive)", fontsize=9)
+        who = judges_text(judges or {}) if judges else ""
+        fig.suptitle("Figure 4: RQ1 ranking PASS above FAIL" + (f"\njudges: {_wrap(who, 140)}" if who else ""), fontsize=9)
+        fig.subplots_adjust(left=0.22, right=0.95, top=0.84 if who else 0.88, bottom=0.45 / height + 0.08)
+    return fig
+
+
+def rq2_figure(result: dict[str, Any]) -> Figure:
+    """RQ2: (a) agreement with Q2 preferences per method, (b) Spearman ρ with the mean Q1 rating."""
+    with plt.rc_context(RC):
+        if not result.get("available"):
+            fig = Figure(figsize=(6.0, 2.2), dpi=DPI)
+            _note_panel(fig.add_subplot(), _wrap(f"RQ2 not available: {result.get('reason')}", 60))
+            return fig
+        methods = result["methods"]
+        n = len(methods)
+        fig = Figure(figsize=(10.0, 0.32 * max(n, 3) + 1.8), dpi=DPI)
+        ax_a, ax_b = fig.subplots(1, 2, gridspec_kw={"wspace": 0.9})
+        ys = np.arange(n)[::-1]
+        for y, m in zip(ys, methods, strict=True):
+            q2 = m["Q2"]
+            if q2["agreement"] is not None:
+                ax_a.barh(y, q2["agreement"], color=GCPC_COLOR if m["arm"] else REF_COLOR, height=0.6)
+                ax_a.text(1.01, y, f"{q2['agreement']:.2f} (n={q2['n_comparable']})", va="center", fontsize=7,
+                          transform=ax_a.get_yaxis_transform())
+            else:
+                ax_a.text(0.02, y, f"no comparable pair (ties {q2['n_method_ties']})", va="center", fontsize=7, color="0.4")
+        ax_a.axvline(0.5, color="0.55", ls="--", lw=0.9)
+        ax_a.set_yticks(ys, [m["method"] for m in methods], fontsize=7)
+        ax_a.set_xlim(0, 1)
+        ax_a.set_xlabel("share of comparable Q2 pairs ordered as annotators", fontsize=8)
+        ax_a.set_title("(a) pairwise agreement with Q2", fontsize=9)
+        rows = [(m["method"], m["Q1"].get("rho"), m["Q1"].get("ci_low"), m["Q1"].get("ci_high"),
+                 GCPC_COLOR if m["arm"] else REF_COLOR) for m in methods]
+        _ci_rows(ax_b, rows, (-1.0, 1.0), 0.0, "Spearman ρ with mean Q1 (task-clustered CI)")
+        ax_b.set_title("(b) rank correlation with Q1 progress", fontsize=9)
+        tag = "ILLUSTRATIVE annotations (not real people)" if result["annotations"]["illustrative"] else "human annotations"
+        fig.suptitle(f"RQ2: agreement with {tag}", fontsize=9)
+        fig.subplots_adjust(left=0.22, right=0.95, top=0.86, bottom=0.2)
+    return fig
+
+
+def fig5(deltas: pd.DataFrame, result: dict[str, Any], seed: int = 0) -> Figure:
+    """Figure 5: Δ = with − without skills by outcome transition, one panel per score of the primary arm,
+    with the ±threshold lines and the test–retest noise floor band (95th percentile of |Δ| between passes)."""
+    primary = result["config"]["primary_arm"]
+    thr = float(result["config"]["rq3"]["threshold"])
+    scores = [s for s in result["config"]["scores"] if s in set(deltas.loc[deltas["arm"] == primary, "score"])] if len(deltas) else []
+    transitions = ["FAIL→FAIL", "FAIL→PASS", "PASS→FAIL", "PASS→PASS"]
+    rng = np.random.default_rng(seed)
+    nf = result.get("noise_floor") or {}
+    with plt.rc_context(RC):
+        fig = Figure(figsize=(3.4 * max(len(scores), 1) + 0.6, 3.4), dpi=DPI)
+        axes = fig.subplots(1, max(len(scores), 1), squeeze=False)[0]
+        if not scores:
+            _note_panel(axes[0], _wrap(f"no matched pairs scored by arm '{primary}' "
+                                       f"({result['pairing']['n_pairs']} pairs, {result['pairing']['n_excluded']} excluded)", 50))
+        for ax, score in zip(axes, scores, strict=False):
+            sub = deltas[(deltas["arm"] == primary) & (deltas["score"] == score)].dropna(subset=["delta"])
+            floor = ((nf.get("scores") or {}).get(score) or {}).get("abs_p95") if nf.get("available") else None
+            if floor is not None:
+                ax.axhspan(-floor, floor, color="0.85", zorder=0, lw=0,
+                           label=f"retest |Δ| p95 = {floor:.2f}")
+            for k, t in enumerate(transitions):
+                d = sub.loc[sub["transition"] == t, "delta"].to_numpy(float)
+                if d.size:
+                    ax.boxplot([d], positions=[k], widths=0.5, showfliers=False, medianprops={"color": "0.1"})
+                    ax.scatter(k + rng.uniform(-0.15, 0.15, d.size), d, s=12, alpha=0.75, color=TRANSITION_COLORS[t],
+                               linewidths=0, zorder=3)
+                ax.text(k, 1.12, f"n={d.size}", ha="center", fontsize=7)
+            for y in (thr, -thr):
+                ax.axhline(y, color="0.4", ls=":", lw=0.9)
+            ax.axhline(0, color="0.6", lw=0.6)
+            ax.set_xticks(range(4), [t.replace("→", "→\n") for t in transitions], fontsize=7)
+            ax.set_xlim(-0.6, 3.6)
+            ax.set_ylim(-1.05, 1.22)
+            ax.set_ylabel("Δ score (with − without skills)", fontsize=8)
+            ax.set_title(f"{primary} · {score}", fontsize=8)
+            if floor is not None:
+                ax.legend(loc="lower right", fontsize=6, frameon=False)
+        fig.suptitle(f"Figure 5: RQ3 matched pairs by outcome transition (without → with); dotted: ±{thr:.2f}", fontsize=9)
+        fig.tight_layout()
+    return fig
+
+
+def rq4_figure(result: dict[str, Any]) -> Figure:
+    """RQ4: (a) PASS − FAIL separation in the endpoint × propagation 2 × 2 per arm, (b) evidence replacement."""
+    with plt.rc_context(RC):
+        fig = Figure(figsize=(10.0, 3.6), dpi=DPI)
+        ax_a, ax_b = fig.subplots(1, 2, gridspec_kw={"wspace": 0.35})
+        arms = sorted(result["panel_b"])
+        if arms:
+            cells = list(next(iter(result["panel_b"].values())).keys())
+            width = 0.8 / max(len(cells), 1)
+            colors = ["#1b9e77", "#7570b3", "#d95f02", "#999999"]
+            for i, cell in enumerate(cells):
+                xs = np.arange(len(arms)) + (i - (len(cells) - 1) / 2) * width
+                vals = [result["panel_b"][a][cell].get("separation") for a in arms]
+                lo = [result["panel_b"][a][cell].get("ci_low") for a in arms]
+                hi = [result["panel_b"][a][cell].get("ci_high") for a in arms]
+                v = np.array([np.nan if x is None else x for x in vals], float)
+                err = np.array([[0 if (x is None or l is None) else x - l for x, l in zip(vals, lo, strict=True)],
+                                [0 if (x is None or h is None) else h - x for x, h in zip(vals, hi, strict=True)]], float)
+                ax_a.bar(xs, np.nan_to_num(v), width=width, color=colors[i % len(colors)], label=cell, yerr=err,
+                         error_kw={"lw": 0.8, "capsize": 1.5})
+            ax_a.set_xticks(np.arange(len(arms)), arms, fontsize=7, rotation=20)
+            ax_a.axhline(0, color="0.5", lw=0.6)
+            ax_a.set_ylabel("mean PASS − mean FAIL", fontsize=8)
+            ax_a.legend(fontsize=6, frameon=False, loc="upper right")
+        else:
+            _note_panel(ax_a, "no arm with item labels")
+        ax_a.set_title("(a) separation: endpoint × PASS propagation", fontsize=9)
+        er = result["panel_c"]["evidence_replacement"]
+        if er.get("available") and er["arms"]:
+            names = sorted(er["arms"])
+            no = [er["arms"][a].get("share_no") or 0.0 for a in names]
+            na = [er["arms"][a].get("share_no_or_abstain") or 0.0 for a in names]
+            xs = np.arange(len(names))
+            ax_b.bar(xs - 0.2, no, width=0.4, color="#d95f02", label="→ No")
+            ax_b.bar(xs + 0.2, na, width=0.4, color="#7570b3", label="→ No or Abstain")
+            for x, a, v_no, v_na in zip(xs, names, no, na, strict=True):
+                ax_b.text(x, 1.02, f"n={er['arms'][a]['n']}", ha="center", fontsize=7)
+                ax_b.text(x - 0.2, v_no + 0.02, f"{v_no:.2f}", ha="center", fontsize=7)
+                ax_b.text(x + 0.2, v_na + 0.02, f"{v_na:.2f}", ha="center", fontsize=7)
+            ax_b.set_xticks(xs, names, fontsize=7)
+            ax_b.set_ylim(0, 1.1)
+            ax_b.set_ylabel("share of Yes items after evidence replacement", fontsize=8)
+            ax_b.legend(fontsize=7, frameon=False, loc="upper left")
+            ax_b.set_title(f"(b) evidence replacement (judge {er.get('judge')})", fontsize=9)
+        else:
+            _note_panel(ax_b, _wrap(f"evidence replacement not available: {er.get('reason', '')}", 50))
+            ax_b.set_title("(b) evidence replacement", fontsize=9)
+        fig.suptitle("RQ4: ablations and controls", fontsize=9)
+        fig.subplots_adjust(left=0.07, right=0.98, top=0.86, bottom=0.2)
+    return fig
+
+
+def rq5_figure(result: dict[str, Any], rejudge_scores: pd.DataFrame | None, pairs: pd.DataFrame, cfg: dict[str, Any]) -> Figure:
+    """RQ5: (a) judge swap, primary vs second judge per trajectory (plain GCPC); (b) same-task PASS − FAIL Δ per benchmark."""
+    zes = cfg.get("zero_evidence_score")
+    with plt.rc_context(RC):
+        fig = Figure(figsize=(10.0, 3.6), dpi=DPI)
+        ax_a, ax_b = fig.subplots(1, 2, gridspec_kw={"wspace": 0.3})
+        sw = result["judge_swap"]
+        if sw.get("available") and rejudge_scores is not None:
+            ok = rejudge_scores[rejudge_scores["status"] == "ok"]
+            a = ok[(ok["role"] == "repeat") & (ok["pass"] == 1)].set_index("trajectory_id")
+            b = ok[ok["role"] == "swap"].set_index("trajectory_id")
+            for frame in (a, b):
+                v = frame["gcpc_plain"].astype(float)
+                if zes is not None:
+                    frame["gcpc_plain"] = v.where(~(v.isna() & frame["zero_evidence"].fillna(False).astype(bool)), zes)
+            j = a[["gcpc_plain", "outcome"]].merge(b[["gcpc_plain"]].rename(columns={"gcpc_plain": "gcpc_plain_swap"}),
+                                                   left_index=True, right_index=True, how="inner").dropna()
+            for outcome, color in (("FAIL", FAIL_COLOR), ("PASS", PASS_COLOR), ("other", "0.5")):
+                s = j[j["outcome"] == outcome]
+                ax_a.scatter(s["gcpc_plain"], s["gcpc_plain_swap"], s=14, alpha=0.7, color=color, label=outcome, linewidths=0)
+            ax_a.plot([0, 1], [0, 1], color="0.6", lw=0.8, ls="--")
+            ax_a.set_xlim(-0.05, 1.05)
+            ax_a.set_ylim(-0.05, 1.05)
+            ax_a.set_xlabel(f"plain GCPC, {sw.get('primary_judge')}", fontsize=8)
+            ax_a.set_ylabel(f"plain GCPC, {sw.get('swap_judge')}", fontsize=8)
+            rho = (sw["scores"].get("gcpc_plain") or {}).get("rho")
+            ax_a.set_title(f"(a) judge swap, arm {sw.get('arm')}: ρ = {'n/a' if rho is None else f'{rho:.3f}'}", fontsize=9)
+            ax_a.legend(fontsize=7, frameon=False, loc="lower right")
+            if sw.get("by_construction"):
+                ax_a.text(0.02, 0.96, "same deterministic judge: ρ = 1 by construction", transform=ax_a.transAxes,
+                          fontsize=7, color="0.3", va="top")
+        else:
+            _note_panel(ax_a, _wrap(f"judge swap not available: {sw.get('reason', '')}", 50))
+            ax_a.set_title("(a) judge swap", fontsize=9)
+        if len(pairs):
+            benches = sorted(pairs["benchmark"].unique().tolist())
+            data = [pairs.loc[pairs["benchmark"] == b, "delta"].to_numpy(float) for b in benches]
+            ax_b.boxplot(data, positions=range(len(benches)), widths=0.5, showfliers=False, medianprops={"color": "0.1"})
+            rng = np.random.default_rng(0)
+            for k, d in enumerate(data):
+                ax_b.scatter(k + rng.uniform(-0.18, 0.18, d.size), d, s=6, alpha=0.4, color=GCPC_COLOR, linewidths=0)
+            ax_b.axhline(0, color="0.5", lw=0.7)
+            ax_b.set_xticks(range(len(benches)), benches, fontsize=7)
+            ax_b.set_ylim(-1.05, 1.05)
+            ax_b.set_ylabel("Δ plain GCPC (PASS − FAIL), same task", fontsize=8)
+        else:
+            _note_panel(ax_b, "no task with both a PASS and a FAIL trajectory")
+        ax_b.set_title(f"(b) same-task PASS/FAIL pairs, arm {cfg.get('primary_arm')}", fontsize=9)
+        fig.suptitle("RQ5: reliability and diagnosis", fontsize=9)
+        fig.subplots_adjust(left=0.07, right=0.98, top=0.86, bottom=0.15)
+    return fig

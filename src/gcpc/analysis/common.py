@@ -1,0 +1,295 @@
+"""Shared pieces of the analysis stages: configuration with defaults, arm/variant labels, inputs,
+JSON hygiene and table rendering (Markdown + LaTeX from the same rows).
+
+Every analysis reads `params.yaml` section `analysis`; `resolve_analysis` fills in defaults so a
+result records exactly what was used, and so a params file without the newer keys still works.
+The defaults here and `conf/analysis/default.yaml` are kept equal (a test checks it).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from gcpc.io import iter_jsonl
+
+METRICS = Path("data/processed/finalize/metrics.parquet")
+LABELS = Path("data/processed/finalize/labels.parquet")
+TRAJECTORIES = Path("data/processed/ingest/trajectories.jsonl")
+INGEST_EXCLUSIONS = Path("data/processed/ingest/exclusions.jsonl")
+ANALYZE = Path("data/processed/analyze")
+REJUDGE = Path("data/processed/rejudge")
+CONTROLS = Path("data/processed/controls")
+FIGURES = Path("figures")
+METRICS_DIR = Path("metrics")
+
+DEFAULTS: dict[str, Any] = {
+    "scores": ["gcpc_plain", "gcpc_outcome"],
+    "extra_scores": ["gcpc_per_test"],
+    "zero_evidence_score": 0.0,
+    "bootstrap": {"n_resamples": 2000, "seed": 0, "ci": 0.95},
+    "primary_arm": "gcpc",
+    "reference_arm": "holistic",
+    "reference_score": "gcpc_plain",
+    "default_variants": ["", "default", "none", "official", "standard"],
+    "rq2": {"annotations": "annotations/annotations.jsonl"},
+    "rq3": {
+        "pairs_files": ["roles.json", "trajectories/manifest.json"],
+        "match_on": ["benchmark", "task_id", "harness", "model"],
+        "ambiguous": "exclude",
+        "threshold": 0.10,
+    },
+    "rq4": {"schema_audit": ["data/processed/audit/coverage.json", "data/processed/transfer/transfer.json"],
+            "schema_audit_table": ["data/processed/audit/coverage.md", "figures/category_audit.md"]},
+    "rq5": {"tb_benchmark_prefix": "terminal-bench",
+            "transfer_table": ["figures/table4_transfer.md"]},
+    "rejudge": {
+        "arm": "gcpc",
+        "passes": 3,
+        "swap_judge": {"provider": "heuristic", "model": "gcpc-heuristic-v1", "temperature": 0.0,
+                       "max_tokens": 4096, "seed": 0, "max_attempts": 3},
+    },
+    "controls": {"arms": ["gcpc"], "max_items": 500, "seed": 0, "scope": "all_events"},
+}
+
+
+def _merge(base: Any, over: Any) -> Any:
+    """Nested dicts merge key by key; anything else is replaced. A null section keeps its defaults."""
+    if isinstance(base, dict):
+        if over is None:
+            return copy.deepcopy(base)
+        if isinstance(over, dict):
+            out = copy.deepcopy(base)
+            for k, v in over.items():
+                out[k] = _merge(base[k], v) if k in base else copy.deepcopy(v)
+            return out
+    return copy.deepcopy(over)
+
+
+def resolve_analysis(cfg: dict[str, Any] | None) -> dict[str, Any]:
+    """`analysis` params merged over DEFAULTS (nested dicts merged key by key, lists replaced)."""
+    out = _merge(copy.deepcopy(DEFAULTS), dict(cfg or {}))
+    if isinstance(out.get("scores"), str):
+        out["scores"] = [out["scores"]]
+    r3 = out["rq3"]
+    if r3["ambiguous"] not in ("exclude", "order"):
+        raise ValueError(f"params.yaml: analysis.rq3.ambiguous must be 'exclude' or 'order', got {r3['ambiguous']!r}")
+    if isinstance(r3["pairs_files"], str):
+        r3["pairs_files"] = [r3["pairs_files"]]
+    if int(out["rejudge"]["passes"]) < 2:
+        raise ValueError("params.yaml: analysis.rejudge.passes must be at least 2 (pass 1 is the judge stage's run)")
+    if out["controls"]["scope"] not in ("all_events", "cited_event"):
+        raise ValueError("params.yaml: analysis.controls.scope must be 'all_events' or 'cited_event'")
+    return out
+
+
+def active_scores(metrics: pd.DataFrame, cfg: dict[str, Any]) -> list[str]:
+    """The configured scores, then each of `extra_scores` (variants such as per-test propagation)
+    that the metrics table has with at least one value."""
+    out = list(cfg["scores"])
+    for s in cfg.get("extra_scores") or []:
+        if s not in out and s in metrics.columns and metrics[s].notna().any():
+            out.append(str(s))
+    return out
+
+
+def resolve_data_path(params: dict[str, Any], rel: str | None) -> Path | None:
+    """A data-specific file: absolute paths as given, relative ones under `data.root`."""
+    if rel is None or rel == "":
+        return None
+    p = Path(rel)
+    if p.is_absolute():
+        return p
+    root = (params.get("data") or {}).get("root")
+    return Path(root) / p if root else p
+
+
+# --------------------------------------------------------------------------- arms and variants
+
+
+def with_method_arm(metrics: pd.DataFrame, default_variants: list[str] | tuple[str, ...] = tuple(DEFAULTS["default_variants"])) -> pd.DataFrame:
+    """Fold a `variant` column (per-test propagation etc.) into the arm label: `arm:variant`.
+
+    Rows whose variant is missing or one of ``default_variants`` keep the plain arm name, so the
+    analyses below run unchanged per effective arm whatever arms and variants are present.
+    """
+    if "variant" not in metrics.columns:
+        return metrics
+    out = metrics.copy()
+    var = out["variant"].astype("string").fillna("").str.strip()
+    plain = var.str.lower().isin([str(v).lower() for v in default_variants])
+    out["arm"] = np.where(plain.to_numpy(), out["arm"].astype(str), out["arm"].astype(str) + ":" + var.astype(str))
+    dup = out.duplicated(["trajectory_id", "arm"])
+    if dup.any():
+        first = out[dup].iloc[0]
+        raise ValueError(f"metrics table: more than one row for trajectory {first['trajectory_id']} and arm '{first['arm']}'")
+    return out
+
+
+def judge_identity(metrics: pd.DataFrame) -> dict[str, str]:
+    """'provider/model' per arm as recorded in the metrics table (several joined by ', ')."""
+    out: dict[str, str] = {}
+    if not {"provider", "judge_model", "arm"} <= set(metrics.columns):
+        return out
+    for arm, g in metrics.groupby("arm", sort=True):
+        pairs = sorted({f"{p}/{m}" for p, m in zip(g["provider"].astype(str), g["judge_model"].astype(str), strict=True)})
+        out[str(arm)] = ", ".join(pairs)
+    return out
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def read_trajectory_meta(path: Path = TRAJECTORIES) -> pd.DataFrame:
+    """Trajectory metadata (no events) from the ingest output."""
+    keys = ("trajectory_id", "benchmark", "task_id", "harness", "model", "condition", "source", "trial", "source_path")
+    rows = []
+    for rec in iter_jsonl(path):
+        row = {k: rec.get(k) for k in keys}
+        row["outcome"] = (rec.get("outcome") or {}).get("status")
+        row["n_tool_calls"] = sum(1 for e in rec.get("events", []) if e.get("kind") == "tool_call")
+        row["n_evidence_events"] = sum(1 for e in rec.get("events", []) if e.get("kind") in ("tool_output", "file_content"))
+        rows.append(row)
+    return pd.DataFrame(rows, columns=[*keys, "outcome", "n_tool_calls", "n_evidence_events"])
+
+
+def read_jsonl_frame(path: Path) -> pd.DataFrame:
+    return pd.DataFrame(list(iter_jsonl(path)))
+
+
+def first_existing(paths: list[str | Path]) -> Path | None:
+    for p in paths:
+        if p and Path(p).exists():
+            return Path(p)
+    return None
+
+
+# --------------------------------------------------------------------------- JSON hygiene
+
+
+def finite(x: Any) -> float | None:
+    if x is None:
+        return None
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def jsonable(obj: Any) -> Any:
+    """Recursively turn numpy scalars into Python ones and NaN/inf into None."""
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, (bool, np.bool_)):
+        return bool(obj)
+    if isinstance(obj, (int, np.integer)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        return finite(obj)
+    if obj is pd.NA or obj is pd.NaT:
+        return None
+    return obj
+
+
+def dumps(obj: Any) -> str:
+    return json.dumps(jsonable(obj), sort_keys=True, allow_nan=False)
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def fmt(x: Any, digits: int = 3) -> str:
+    x = finite(x)
+    return "n/a" if x is None else f"{x:.{digits}f}"
+
+
+def fmt_p(p: Any) -> str:
+    p = finite(p)
+    if p is None:
+        return "n/a"
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def fmt_ci(lo: Any, hi: Any, digits: int = 3) -> str:
+    if finite(lo) is None or finite(hi) is None:
+        return "n/a"
+    return f"[{fmt(lo, digits)}, {fmt(hi, digits)}]"
+
+
+def fmt_share(x: Any) -> str:
+    x = finite(x)
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def markdown_table(header: list[str], rows: list[list[str]], align: str | None = None, title: str | None = None,
+                   note: str | None = None) -> str:
+    """Pipe table; ``align`` is one character per column, 'l' or 'r'."""
+    align = align or "l" * len(header)
+    if len(align) != len(header):
+        raise ValueError("one alignment character per column")
+    lines = []
+    if title:
+        lines += [f"**{title}**", ""]
+    lines.append("| " + " | ".join(header) + " |")
+    lines.append("|" + "|".join("---:" if a == "r" else "---" for a in align) + "|")
+    for r in rows:
+        if len(r) != len(header):
+            raise ValueError(f"row has {len(r)} cells, header has {len(header)}")
+        lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in r) + " |")
+    if not rows:
+        lines.append("| " + " | ".join(["(none)"] + [""] * (len(header) - 1)) + " |")
+    if note:
+        lines += ["", note]
+    return "\n".join(lines) + "\n"
+
+
+def tex_escape(text: str) -> str:
+    out = []
+    for ch in str(text):
+        out.append({"\\": r"\textbackslash{}", "_": r"\_", "%": r"\%", "&": r"\&", "#": r"\#", "$": r"\$",
+                    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+                    "→": r"$\to$", "−": "-", "≥": r"$\geq$", "≤": r"$\leq$", "ρ": r"$\rho$", "α": r"$\alpha$",
+                    "Δ": r"$\Delta$", "±": r"$\pm$", "·": r"$\cdot$", "×": r"$\times$"}.get(ch, ch))
+    return "".join(out)
+
+
+def latex_table(header: list[str], rows: list[list[str]], align: str | None = None, panels: list[tuple[str, int]] | None = None) -> str:
+    """Bare booktabs tabular (the paper controls float and caption).
+
+    ``panels``: (title, first_row_index) pairs inserting a spanning panel heading before that row.
+    """
+    align = align or "l" * len(header)
+    starts = {i: t for t, i in (panels or [])}
+    out = [rf"\begin{{tabular}}{{{align}}}", r"\toprule", " & ".join(tex_escape(h) for h in header) + r" \\", r"\midrule"]
+    for i, r in enumerate(rows):
+        if i in starts:
+            if i:
+                out.append(r"\midrule")
+            out.append(rf"\multicolumn{{{len(header)}}}{{l}}{{\textit{{{tex_escape(starts[i])}}}}} \\")
+        out.append(" & ".join(tex_escape(c) for c in r) + r" \\")
+    if not rows:
+        out.append(rf"\multicolumn{{{len(header)}}}{{l}}{{(none)}} \\")
+    out += [r"\bottomrule", r"\end{tabular}"]
+    return "\n".join(out) + "\n"
+
+
+def judges_text(judges: dict[str, str]) -> str:
+    """'provider/model (arms a, b); other/model (arm c)', or 'provider/model (all arms)'."""
+    if not judges:
+        return "n/a"
+    groups: dict[str, list[str]] = {}
+    for arm, who in sorted(judges.items()):
+        groups.setdefault(who, []).append(arm)
+    if len(groups) == 1:
+        who, arms = next(iter(groups.items()))
+        return f"{who} ({'all arms' if len(arms) > 1 else 'arm ' + arms[0]})"
+    return "; ".join(f"{who} ({'arms' if len(a) > 1 else 'arm'} {', '.join(a)})" for who, a in sorted(groups.items()))

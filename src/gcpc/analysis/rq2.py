@@ -1,0 +1,405 @@
+"""RQ2: do GCPC scores agree with people? (Table 2)
+
+Per method (every arm x score in the metrics table, plus the official PASS/FAIL outcome as a
+baseline): agreement with the Q2 pairwise preferences and the number of comparable pairs;
+Spearman's rho with the mean Q1 (and Q1b) progress rating, with a task-clustered bootstrap CI.
+For the annotators themselves: Krippendorff's alpha, interval for Q1/Q1b and nominal for the Q3
+criterion labels, with task-clustered CIs. For checklist arms whose item ids match the Q3
+criteria: agreement of the judge's item labels with the annotators' majority label.
+
+`python -m gcpc.analysis.rq2` is the stage; the annotation format is docs/annotations.md.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from gcpc.analysis.annotations import CRITERION_LABELS, PROGRESS, Annotations, TrajectoryResolver, read_annotations
+from gcpc.analysis.common import (
+    active_scores,
+    ANALYZE,
+    FIGURES,
+    LABELS,
+    METRICS,
+    METRICS_DIR,
+    TRAJECTORIES,
+    fmt,
+    fmt_ci,
+    judge_identity,
+    judges_text,
+    jsonable,
+    latex_table,
+    markdown_table,
+    read_trajectory_meta,
+    resolve_analysis,
+    resolve_data_path,
+    with_method_arm,
+)
+from gcpc.analysis.stats import (
+    UndefinedStatistic,
+    alpha_bootstrap,
+    clustered_spearman_bootstrap,
+    preference_agreement,
+    reliability_matrix,
+)
+
+OUTCOME_METHOD = "official outcome"
+LABEL_CODES = {lab: float(i) for i, lab in enumerate(CRITERION_LABELS)}
+
+
+def method_scores(metrics: pd.DataFrame, cfg: dict[str, Any]) -> dict[str, pd.DataFrame]:
+    """name -> frame (trajectory_id, task_id, value, arm, score). NaN value = not scored by that method.
+
+    Zero-evidence logs get `zero_evidence_score` exactly as in RQ1; the official outcome is a
+    baseline method (PASS = 1, FAIL = 0, other outcomes unscored).
+    """
+    m = with_method_arm(metrics, cfg["default_variants"])
+    zes = cfg["zero_evidence_score"]
+    out: dict[str, pd.DataFrame] = {}
+    for arm in sorted(m["arm"].astype(str).unique().tolist()):
+        rows = m[m["arm"] == arm]
+        for score in cfg["scores"]:
+            if score not in rows.columns or rows[score].isna().all():
+                continue
+            vals = rows[score].astype(float)
+            if zes is not None:
+                vals = vals.where(~(vals.isna() & rows["zero_evidence"].astype(bool)), zes)
+            out[f"{arm} · {score}"] = pd.DataFrame({"trajectory_id": rows["trajectory_id"].to_numpy(),
+                                                    "task_id": rows["task_id"].to_numpy(), "value": vals.to_numpy(),
+                                                    "arm": arm, "score": score})
+    per = m.drop_duplicates("trajectory_id")
+    out[OUTCOME_METHOD] = pd.DataFrame({"trajectory_id": per["trajectory_id"].to_numpy(), "task_id": per["task_id"].to_numpy(),
+                                        "value": per["outcome"].map({"PASS": 1.0, "FAIL": 0.0}).astype(float).to_numpy(),
+                                        "arm": None, "score": "outcome"})
+    return out
+
+
+def _resolve_refs(ann: Annotations, resolver: TrajectoryResolver, task_of: dict[str, str]) -> tuple[dict[str, pd.DataFrame], list[dict[str, Any]]]:
+    excluded: list[dict[str, Any]] = []
+
+    def res(frame: pd.DataFrame, col: str, question_col: str | None, q: str) -> pd.Series:
+        ids = []
+        for _, r in frame.iterrows():
+            tid, why = resolver.resolve(str(r[col]))
+            if tid is None:
+                excluded.append({"question": r[question_col] if question_col else q, "line": int(r["line"]),
+                                 "annotator": r["annotator"], "reason": why})
+            ids.append(tid)
+        return pd.Series(ids, index=frame.index, dtype=object)
+
+    prog = ann.progress.copy()
+    prog["trajectory_id"] = res(prog, "trajectory", "question", "Q1") if len(prog) else pd.Series(dtype=object)
+    prog = prog.dropna(subset=["trajectory_id"])
+    crit = ann.criteria.copy()
+    crit["trajectory_id"] = res(crit, "trajectory", None, "Q3") if len(crit) else pd.Series(dtype=object)
+    crit = crit.dropna(subset=["trajectory_id"])
+    pref = ann.preferences.copy()
+    keep = []
+    for idx, r in pref.iterrows():
+        ids = []
+        for side in ("a", "b"):
+            tid, why = resolver.resolve(str(r[side]))
+            if tid is None:
+                excluded.append({"question": "Q2", "line": int(r["line"]), "annotator": r["annotator"], "reason": why})
+                break
+            if task_of.get(tid) != r["task_id"]:
+                excluded.append({"question": "Q2", "line": int(r["line"]), "annotator": r["annotator"],
+                                 "reason": f"trajectory '{r[side]}' belongs to task '{task_of.get(tid)}', not '{r['task_id']}'"})
+                break
+            ids.append(tid)
+        if len(ids) == 2:
+            keep.append((idx, ids[0], ids[1]))
+    pref = pref.loc[[k[0] for k in keep]].copy()
+    pref["a_id"] = [k[1] for k in keep]
+    pref["b_id"] = [k[2] for k in keep]
+    for frame in (prog, crit):
+        frame["task_id"] = frame["trajectory_id"].map(task_of)
+    return {"progress": prog, "criteria": crit, "preferences": pref}, excluded
+
+
+def aggregate_preferences(pref: pd.DataFrame) -> pd.DataFrame:
+    """One row per unordered pair within a task: x < y, votes for each side, majority ('a' = x, 'b' = y, or 'tie')."""
+    cols = ["task_id", "x", "y", "votes_x", "votes_y", "votes_tie", "n_annotators", "preferred"]
+    if pref.empty:
+        return pd.DataFrame(columns=cols)
+    rows = []
+    for _, r in pref.iterrows():
+        a, b, p = r["a_id"], r["b_id"], r["preferred"]
+        x, y = sorted((a, b))
+        winner = "tie" if p == "tie" else (a if p == "a" else b)
+        rows.append({"task_id": r["task_id"], "x": x, "y": y, "vx": winner == x, "vy": winner == y, "vt": winner == "tie"})
+    df = pd.DataFrame(rows)
+    g = df.groupby(["task_id", "x", "y"], sort=True).agg(votes_x=("vx", "sum"), votes_y=("vy", "sum"),
+                                                         votes_tie=("vt", "sum"), n_annotators=("vx", "size")).reset_index()
+    g["preferred"] = np.where(g["votes_x"] > g["votes_y"], "a", np.where(g["votes_y"] > g["votes_x"], "b", "tie"))
+    return g[cols]
+
+
+def _alpha_entry(frame: pd.DataFrame, unit: list[str], value: str, level: str, boot: dict[str, Any],
+                 codes: dict[str, float] | None = None) -> dict[str, Any]:
+    n_annot = int(frame["annotator"].nunique()) if len(frame) else 0
+    entry: dict[str, Any] = {"level": level, "n_records": int(len(frame)), "n_annotators": n_annot}
+    if frame.empty:
+        entry.update(alpha=None, ci_low=None, ci_high=None, skipped="no records")
+        return entry
+    data, keys = reliability_matrix(frame, unit, "annotator", value, codes=codes)
+    tasks = keys.merge(frame.drop_duplicates(unit)[unit + ["task_id"]], on=unit, how="left")["task_id"]
+    entry["n_units"] = int(keys.shape[0])
+    entry["n_pairable_units"] = int((np.sum(~np.isnan(data), axis=0) >= 2).sum())
+    try:
+        res = alpha_bootstrap(data, tasks.to_numpy(), level, n_resamples=boot["n_resamples"], seed=boot["seed"], ci=boot["ci"])
+    except UndefinedStatistic as exc:
+        entry.update(alpha=None, ci_low=None, ci_high=None, skipped=str(exc))
+        return entry
+    entry.update(alpha=res.estimate, ci_low=res.ci_low, ci_high=res.ci_high, n_tasks=res.n_clusters,
+                 n_valid=res.n_valid, n_resamples=res.n_resamples)
+    return entry
+
+
+def _spearman_entry(values: pd.DataFrame, ratings: pd.DataFrame, boot: dict[str, Any]) -> dict[str, Any]:
+    joined = values.dropna(subset=["value"]).merge(ratings, on="trajectory_id", how="inner")
+    entry: dict[str, Any] = {"n": int(len(joined)), "n_tasks": int(joined["task_id"].nunique()) if len(joined) else 0}
+    if len(joined) < 3:
+        entry.update(rho=None, ci_low=None, ci_high=None, skipped=f"{len(joined)} rated and scored trajectories (need 3)")
+        return entry
+    try:
+        res = clustered_spearman_bootstrap(joined["value"].to_numpy(), joined["mean_rating"].to_numpy(), joined["task_id"].to_numpy(),
+                                           n_resamples=boot["n_resamples"], seed=boot["seed"], ci=boot["ci"])
+    except UndefinedStatistic as exc:
+        entry.update(rho=None, ci_low=None, ci_high=None, skipped=str(exc))
+        return entry
+    entry.update(rho=res.estimate, ci_low=res.ci_low, ci_high=res.ci_high, n_valid=res.n_valid)
+    return entry
+
+
+def item_agreement(labels: pd.DataFrame | None, criteria: pd.DataFrame, arms: list[str],
+                   hashes: pd.DataFrame | None = None) -> list[dict[str, Any]]:
+    """Judge item labels (plain, pre-outcome) vs the annotators' strict-majority Q3 label, per arm.
+
+    A Q3 record that names a `checklist_hash` only counts against judgments of that same checklist
+    (``hashes``: trajectory_id, arm, checklist_hash from the metrics table); others are counted as stale.
+    """
+    if labels is None or labels.empty or criteria.empty:
+        return []
+    out = []
+    lab = labels[labels["route"] != "endpoint"]
+    for arm in arms:
+        judged = lab[lab["arm"] == arm][["trajectory_id", "item_id", "label_plain"]]
+        if judged.empty:
+            continue
+        crit = criteria
+        n_stale = 0
+        if hashes is not None and "checklist_hash" in crit.columns and crit["checklist_hash"].notna().any():
+            h = hashes[hashes["arm"] == arm][["trajectory_id", "checklist_hash"]].rename(columns={"checklist_hash": "_judged"})
+            crit = crit.merge(h, on="trajectory_id", how="left")
+            stale = crit["checklist_hash"].notna() & (crit["checklist_hash"] != crit["_judged"])
+            n_stale = int(stale.sum())
+            crit = crit[~stale]
+        votes = crit.groupby(["trajectory_id", "item_id", "label"]).size().rename("n").reset_index()
+        votes = votes.sort_values(["trajectory_id", "item_id", "n", "label"], ascending=[True, True, False, True])
+        tot = votes.groupby(["trajectory_id", "item_id"])["n"].transform("sum")
+        top = votes.groupby(["trajectory_id", "item_id"]).head(1).copy()
+        top["total"] = tot.loc[top.index]
+        top["majority"] = np.where(top["n"] * 2 > top["total"], top["label"], None)
+        j = top.merge(judged, on=["trajectory_id", "item_id"], how="inner")
+        if j.empty:
+            out.append({"arm": arm, "n_units": 0, "n_majority": 0, "n_agree": 0, "agreement": None, "n_stale_records": n_stale,
+                        "skipped": "no Q3 criterion matches this arm's item ids"})
+            continue
+        has = j["majority"].notna()
+        agree = (j.loc[has, "majority"] == j.loc[has, "label_plain"]).sum()
+        out.append({"arm": arm, "n_units": int(len(j)), "n_majority": int(has.sum()), "n_agree": int(agree),
+                    "agreement": float(agree / has.sum()) if has.any() else None, "n_stale_records": n_stale})
+    return out
+
+
+def rq2(metrics: pd.DataFrame, ann: Annotations | None, cfg: dict[str, Any] | None = None, *,
+        source_paths: dict[str, str] | None = None, labels: pd.DataFrame | None = None,
+        unavailable: str | None = None) -> dict[str, Any]:
+    c = resolve_analysis(cfg)
+    c["scores"] = active_scores(metrics, c)
+    boot = c["bootstrap"]
+    judges = judge_identity(with_method_arm(metrics, c["default_variants"]))
+    result: dict[str, Any] = {"config": {k: c[k] for k in ("scores", "zero_evidence_score", "bootstrap", "rq2")},
+                              "judges": judges}
+    if ann is None:
+        result.update(available=False, reason=unavailable or "no annotation file")
+        return jsonable(result)
+    task_of = dict(zip(metrics["trajectory_id"].astype(str), metrics["task_id"].astype(str), strict=True))
+    resolver = TrajectoryResolver(sorted(task_of), source_paths)
+    frames, excluded = _resolve_refs(ann, resolver, task_of)
+    prog, crit, pref = frames["progress"], frames["criteria"], frames["preferences"]
+    pairs = aggregate_preferences(pref)
+    result.update(
+        available=True,
+        annotations={"path": ann.path, "illustrative": ann.illustrative, "meta": ann.meta, "n_records": ann.n_records,
+                     "n_annotators": int(pd.concat([ann.progress["annotator"], ann.preferences["annotator"],
+                                                    ann.criteria["annotator"]]).nunique()),
+                     "counts": {q: int((ann.progress["question"] == q).sum()) for q in PROGRESS}
+                     | {"Q2": int(len(ann.preferences)), "Q3": int(len(ann.criteria))},
+                     "n_excluded": len(excluded), "n_preference_pairs": int(len(pairs))},
+        exclusions=excluded,
+    )
+    means = {q: prog[prog["question"] == q].groupby("trajectory_id").agg(mean_rating=("rating", "mean"),
+                                                                          n_annotators=("rating", "size")).reset_index()
+             for q in PROGRESS}
+    methods = []
+    for name, vals in method_scores(metrics, c).items():
+        lookup = dict(zip(vals["trajectory_id"], vals["value"], strict=True))
+        entry: dict[str, Any] = {"method": name, "arm": vals["arm"].iloc[0] if len(vals) else None,
+                                 "score": vals["score"].iloc[0] if len(vals) else None,
+                                 "judge": judges.get(str(vals["arm"].iloc[0])) if len(vals) and vals["arm"].iloc[0] else None}
+        sa = pairs["x"].map(lookup).astype(float).to_numpy() if len(pairs) else np.array([])
+        sb = pairs["y"].map(lookup).astype(float).to_numpy() if len(pairs) else np.array([])
+        entry["Q2"] = preference_agreement(sa, sb, pairs["preferred"].to_numpy(dtype=object) if len(pairs) else np.array([], dtype=object))
+        for q in PROGRESS:
+            entry[q] = _spearman_entry(vals[["trajectory_id", "task_id", "value"]], means[q][["trajectory_id", "mean_rating"]], boot) \
+                if len(means[q]) else {"n": 0, "rho": None, "ci_low": None, "ci_high": None, "skipped": f"no {q} ratings"}
+        methods.append(entry)
+    result["methods"] = methods
+    result["alpha"] = {q: _alpha_entry(prog[prog["question"] == q], ["trajectory_id"], "rating", "interval", boot) for q in PROGRESS}
+    result["alpha"]["Q3"] = _alpha_entry(crit, ["trajectory_id", "item_id"], "label", "nominal", boot, codes=LABEL_CODES)
+    arms = sorted({m["arm"] for m in methods if m["arm"]})
+    hashes = with_method_arm(metrics, c["default_variants"])
+    hashes = hashes[["trajectory_id", "arm", "checklist_hash"]] if "checklist_hash" in hashes.columns else None
+    result["item_agreement"] = item_agreement(labels, crit, arms, hashes)
+    return jsonable(result)
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def _provenance_note(result: dict[str, Any]) -> str:
+    if not result.get("available"):
+        return f"RQ2 not available: {result.get('reason')}."
+    a = result["annotations"]
+    kind = ("ILLUSTRATIVE annotations written for this project (not real human judgments)" if a["illustrative"]
+            else "human annotations")
+    judges = judges_text(result["judges"])
+    level = int(round(100 * result["config"]["bootstrap"]["ci"]))
+    return (f"Source: {kind}, `{a['path']}` ({a['n_records']} records, {a['n_annotators']} annotators, "
+            f"{a['n_excluded']} excluded). Judges: {judges}. Q2 agreement counts comparable pairs only (humans preferred "
+            f"one side and the method's scores differ; majority over annotators per pair). ρ: Spearman with the mean "
+            f"rating, {level}% task-clustered bootstrap CI. α: Krippendorff (interval for Q1/Q1b, nominal for Q3).")
+
+
+def table2_rows(result: dict[str, Any]) -> tuple[list[list[str]], list[tuple[str, int]]]:
+    rows: list[list[str]] = []
+    panels: list[tuple[str, int]] = []
+    if not result.get("available"):
+        return rows, panels
+    panels.append(("Panel A: methods vs annotators", 0))
+    for m in result["methods"]:
+        q2 = m["Q2"]
+        cells = [m["method"], m.get("judge") or "-", fmt(q2["agreement"]), f"{q2['n_comparable']} (ties {q2['n_method_ties']})"]
+        for q in PROGRESS:
+            e = m[q]
+            cells += [fmt(e.get("rho")), fmt_ci(e.get("ci_low"), e.get("ci_high")), str(e.get("n", 0))]
+        rows.append(cells)
+    panels.append(("Panel B: inter-annotator reliability (Krippendorff's α)", len(rows)))
+    for q, e in sorted(result["alpha"].items()):
+        rows.append([f"α {q} ({e['level']})", f"{e['n_annotators']} annotators", fmt(e.get("alpha")),
+                     f"{e.get('n_pairable_units', 0)} units", "", fmt_ci(e.get("ci_low"), e.get("ci_high")),
+                     str(e.get("n_records", 0)), "", "", ""])
+    matched = [e for e in result["item_agreement"] if e.get("n_units")]
+    if matched:
+        panels.append(("Panel C: judge item labels vs Q3 majority", len(rows)))
+        for e in matched:
+            rows.append([f"{e['arm']} item labels", "-", fmt(e.get("agreement")), f"{e.get('n_majority', 0)} items",
+                         "", "", "", "", "", ""])
+    return rows, panels
+
+
+TABLE2_HEADER = ["Method", "Judge", "Q2 agreement", "Comparable pairs", "ρ Q1", "Q1 CI", "n Q1", "ρ Q1b", "Q1b CI", "n Q1b"]
+
+
+def table2_markdown(result: dict[str, Any]) -> str:
+    rows, panels = table2_rows(result)
+    starts = {i: t for t, i in panels}
+    body: list[list[str]] = []
+    for i, r in enumerate(rows):
+        if i in starts:
+            body.append([f"*{starts[i]}*"] + [""] * (len(TABLE2_HEADER) - 1))
+        body.append(r)
+    return markdown_table(TABLE2_HEADER, body, "llrrrlrrlr", title="Table 2: agreement with human annotations (RQ2)",
+                          note=_provenance_note(result))
+
+
+def table2_latex(result: dict[str, Any]) -> str:
+    rows, panels = table2_rows(result)
+    return latex_table(TABLE2_HEADER, rows, "llrrrcrrcr", panels=panels)
+
+
+def compact(result: dict[str, Any]) -> dict[str, Any]:
+    if not result.get("available"):
+        return {"available": False}
+    out: dict[str, Any] = {"available": True, "illustrative": result["annotations"]["illustrative"]}
+    for m in result["methods"]:
+        entry = {"q2_agreement": m["Q2"]["agreement"], "q2_comparable": m["Q2"]["n_comparable"], "rho_q1": m["Q1"].get("rho")}
+        if m["arm"]:
+            out.setdefault(m["arm"], {})[m["score"]] = entry
+        else:
+            out["official_outcome"] = entry
+    out["alpha"] = {q: e.get("alpha") for q, e in result["alpha"].items()}
+    return jsonable(out)
+
+
+# --------------------------------------------------------------------------- stage
+
+RESULT = ANALYZE / "rq2.json"
+TABLE_MD = FIGURES / "table2_human.md"
+TABLE_TEX = FIGURES / "table2_human.tex"
+FIGURE = FIGURES / "rq2_human_agreement"
+COMPACT = METRICS_DIR / "rq2.json"
+
+
+def run(params: dict[str, Any]) -> dict[str, Any]:
+    from gcpc.io import write_json, write_text
+    from gcpc.report.figures import rq2_figure, save_figure
+
+    cfg = resolve_analysis(params.get("analysis"))
+    metrics = pd.read_parquet(METRICS)
+    path = resolve_data_path(params, cfg["rq2"]["annotations"])
+    ann, why = None, None
+    if path is None:
+        why = "analysis.rq2.annotations is not set"
+    elif not path.exists():
+        why = f"annotation file {path} not found"
+    else:
+        ann = read_annotations(path)
+    source_paths = None
+    if ann is not None and TRAJECTORIES.exists():
+        meta = read_trajectory_meta(TRAJECTORIES)
+        source_paths = dict(zip(meta["source_path"].astype(str), meta["trajectory_id"].astype(str), strict=True))
+    labels = pd.read_parquet(LABELS) if LABELS.exists() else None
+    result = rq2(metrics, ann, cfg, source_paths=source_paths, labels=labels, unavailable=why)
+    write_json(RESULT, result)
+    write_json(COMPACT, compact(result))
+    write_text(TABLE_MD, table2_markdown(result))
+    write_text(TABLE_TEX, table2_latex(result))
+    save_figure(rq2_figure(result), FIGURE)
+    return result
+
+
+def main() -> int:
+    from gcpc.params import load_params, stage_args
+
+    args = stage_args("RQ2: agreement with human annotations (Table 2)")
+    if not METRICS.exists():
+        print(f"{METRICS}: not found (run the finalize stage first)", file=sys.stderr)
+        return 2
+    result = run(load_params(args.params))
+    status = "available" if result.get("available") else f"not available ({result.get('reason')})"
+    print(f"rq2: {status} -> {RESULT}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+
+
+__all__ = ["aggregate_preferences", "item_agreement", "method_scores", "rq2", "table2_latex", "table2_markdown"]

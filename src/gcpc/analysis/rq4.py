@@ -1,0 +1,349 @@
+"""RQ4: what does each design choice contribute? (Table 3)
+
+* Panel A: per-arm descriptive AUC, each arm on its own sample (read from rq1.json, so the numbers
+  cannot disagree with Table 1 / Figure 4).
+* Panel B: PASS − FAIL mean separation for the 2 x 2 of the official-outcome step's endpoint item
+  (on/off) x PASS propagation to assertion items (on/off), recomputed from the plain judge labels
+  in labels.parquet with gcpc.scoring.metrics (apply_official_outcome, gcpc_score); off/off is plain
+  GCPC. Each cell also has its AUC; separations carry task-clustered bootstrap CIs.
+* Panel C: controls. Abstain recoded as No (plain and with the official outcome, as configured in
+  `scoring`); evidence replacement (share of Yes items turning No, and No or Abstain, after their
+  quoted evidence is replaced by a wrong value; data/processed/controls); the idle-agent floor; and
+  schema falsification from the synthesis category audit, or "not available" with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from gcpc.analysis.common import (
+    ANALYZE,
+    CONTROLS,
+    FIGURES,
+    LABELS,
+    METRICS,
+    METRICS_DIR,
+    first_existing,
+    fmt,
+    fmt_ci,
+    fmt_share,
+    judge_identity,
+    judges_text,
+    jsonable,
+    latex_table,
+    markdown_table,
+    resolve_analysis,
+    with_method_arm,
+)
+from gcpc.analysis.stats import UndefinedStatistic, auc, clustered_auc_bootstrap, clustered_mean_difference
+from gcpc.judging.models import ItemLabel
+from gcpc.scoring.metrics import apply_official_outcome, gcpc_score
+
+CELLS = ((True, True), (True, False), (False, True), (False, False))  # (endpoint, pass_propagation)
+
+
+def _cell_name(endpoint: bool, prop: bool) -> str:
+    return f"endpoint {'on' if endpoint else 'off'} · propagation {'on' if prop else 'off'}"
+
+
+def item_labels_by_trajectory(labels: pd.DataFrame, arm: str) -> dict[str, list[ItemLabel]]:
+    """Plain (pre-outcome) judge labels of one arm as ItemLabel lists, endpoint rows left out."""
+    rows = labels[(labels["arm"] == arm) & (labels["route"] != "endpoint") & labels["label_plain"].notna()]
+    out: dict[str, list[ItemLabel]] = {}
+    for tid, item, route, lab in zip(rows["trajectory_id"], rows["item_id"], rows["route"], rows["label_plain"], strict=True):
+        out.setdefault(str(tid), []).append(ItemLabel(item_id=str(item), route=str(route), label=str(lab)))
+    return out
+
+
+def recomputed_scores(items: dict[str, list[ItemLabel]], outcomes: dict[str, str], *, endpoint: bool, propagation: bool,
+                      abstain_as_no: bool = False, outcome_step: bool = True) -> dict[str, float | None]:
+    """Score per trajectory under one setting of the official-outcome step (None = undefined)."""
+    out: dict[str, float | None] = {}
+    for tid, labs in items.items():
+        outcome = outcomes.get(tid)
+        if outcome not in ("PASS", "FAIL"):
+            continue
+        if abstain_as_no:
+            labs = [lab.model_copy(update={"label": "No"}) if lab.label == "Abstain" else lab for lab in labs]
+        after = apply_official_outcome(labs, outcome, pass_propagation=propagation, endpoint=endpoint) if outcome_step else labs
+        out[tid] = gcpc_score(after)
+    return out
+
+
+def _frame(scores: dict[str, float | None], meta: pd.DataFrame, zes: float | None) -> pd.DataFrame:
+    f = meta[meta["trajectory_id"].isin(list(scores))][["trajectory_id", "task_id", "outcome"]].copy()
+    f["score"] = f["trajectory_id"].map(scores).astype(float)
+    f["undefined"] = f["score"].isna()
+    if zes is not None:
+        f["score"] = f["score"].fillna(zes)
+    else:
+        f = f[~f["undefined"]]
+    f["_pass"] = f["outcome"].eq("PASS")
+    return f
+
+
+def separation_entry(f: pd.DataFrame, boot: dict[str, Any]) -> dict[str, Any]:
+    n_pass, n_fail = int(f["_pass"].sum()), int((~f["_pass"]).sum())
+    e: dict[str, Any] = {"n": int(len(f)), "n_pass": n_pass, "n_fail": n_fail, "n_undefined": int(f["undefined"].sum()),
+                         "mean_pass": float(f.loc[f["_pass"], "score"].mean()) if n_pass else None,
+                         "mean_fail": float(f.loc[~f["_pass"], "score"].mean()) if n_fail else None}
+    if not n_pass or not n_fail:
+        e.update(separation=None, ci_low=None, ci_high=None, auc=None, skipped=f"single class (n_pass={n_pass}, n_fail={n_fail})")
+        return e
+    sep = clustered_mean_difference(f["score"].to_numpy(), f["_pass"].to_numpy(), f["task_id"].to_numpy(),
+                                    n_resamples=boot["n_resamples"], seed=boot["seed"], ci=boot["ci"])
+    e.update(separation=sep.estimate, ci_low=sep.ci_low, ci_high=sep.ci_high, auc=auc(f["score"].to_numpy(), f["_pass"].to_numpy()))
+    return e
+
+
+def _auc_ci(f: pd.DataFrame, boot: dict[str, Any]) -> dict[str, Any]:
+    try:
+        r = clustered_auc_bootstrap(f, "score", "_pass", "task_id", n_resamples=boot["n_resamples"], seed=boot["seed"], ci=boot["ci"])
+    except UndefinedStatistic as exc:
+        return {"auc": None, "ci_low": None, "ci_high": None, "n": int(len(f)), "skipped": str(exc)}
+    return {"auc": r.estimate, "ci_low": r.ci_low, "ci_high": r.ci_high, "n": int(len(f))}
+
+
+def _walk_schemes(obj: Any, context: dict[str, Any], out: list[dict[str, Any]], path: str) -> None:
+    if isinstance(obj, dict):
+        ctx = dict(context)
+        for k in ("label", "name", "benchmark", "provider", "model"):
+            if isinstance(obj.get(k), str):
+                ctx[k] = obj[k]
+        schemes = obj.get("schemes")
+        if isinstance(schemes, dict) and any(isinstance(v, dict) and "coverage" in v for v in schemes.values()):
+            for scheme, v in schemes.items():
+                if isinstance(v, dict) and "coverage" in v:
+                    out.append({"benchmark": ctx.get("label") or ctx.get("name") or ctx.get("benchmark") or path or "-",
+                                "provider": ctx.get("provider"), "model": ctx.get("model"), "scheme": scheme,
+                                "coverage": v.get("coverage"), "n_requirements": v.get("n_requirements"),
+                                "n_tasks": v.get("n_tasks")})
+            return
+        for k, v in obj.items():
+            _walk_schemes(v, ctx, out, f"{path}.{k}" if path else str(k))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            _walk_schemes(v, context, out, f"{path}[{i}]")
+
+
+def schema_falsification(paths: Iterable[str | Path], corpus: str | None = None) -> dict[str, Any]:
+    """Coverage per category scheme (full / reduced / irrelevant / permuted) from the synthesis audit output.
+
+    Reads the first of ``paths`` that exists: the audit stage's coverage.json (this corpus, labelled
+    ``corpus``) or the transfer stage's transfer.json (one entry per benchmark).
+    """
+    paths = list(paths)
+    path = first_existing(paths)
+    if path is None:
+        return {"available": False, "reason": "no synthesis category-audit output found (looked for "
+                                              + ", ".join(str(p) for p in paths) + ")"}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        return {"available": False, "reason": f"{path}: invalid JSON ({exc.msg})"}
+    rows: list[dict[str, Any]] = []
+    _walk_schemes(data, {"label": corpus} if corpus else {}, rows, "")
+    if not rows:
+        return {"available": False, "reason": f"{path}: no 'schemes' with a 'coverage' found"}
+    return {"available": True, "source": str(path), "rows": rows}
+
+
+def rq4(metrics: pd.DataFrame, labels: pd.DataFrame | None, rq1_result: dict[str, Any], cfg: dict[str, Any] | None = None, *,
+        scoring: dict[str, Any] | None = None, controls: dict[str, Any] | None = None,
+        schema: dict[str, Any] | None = None) -> dict[str, Any]:
+    c = resolve_analysis(cfg)
+    boot, zes = c["bootstrap"], c["zero_evidence_score"]
+    scoring = scoring or {}
+    conf_endpoint = bool(scoring.get("endpoint", True))
+    conf_prop = bool(scoring.get("pass_propagation", True))
+    m = with_method_arm(metrics, c["default_variants"])
+    meta = m.drop_duplicates("trajectory_id")[["trajectory_id", "task_id", "outcome"]]
+    outcomes = dict(zip(meta["trajectory_id"], meta["outcome"], strict=True))
+    result: dict[str, Any] = {"config": {k: c[k] for k in ("scores", "zero_evidence_score", "bootstrap", "rq4")},
+                              "scoring": {"endpoint": conf_endpoint, "pass_propagation": conf_prop},
+                              "judges": judge_identity(m)}
+    # Panel A: straight from RQ1 (each arm on its own sample)
+    result["panel_a"] = [{"arm": arm, "score": score, **{k: e.get(k) for k in ("auc", "ci_low", "ci_high", "n", "n_pass", "n_fail",
+                                                                                "n_tasks", "skipped")}}
+                         for arm, per in sorted(rq1_result["arms"].items()) for score, e in per.items()]
+    # Panel B and the Abstain recode: every arm with item labels
+    panel_b: dict[str, Any] = {}
+    recode: dict[str, Any] = {}
+    label_arms = sorted(labels["arm"].astype(str).unique().tolist()) if labels is not None and len(labels) else []
+    for arm in label_arms:
+        items = item_labels_by_trajectory(labels, arm)
+        if not items:
+            continue
+        cells = {}
+        for endpoint, prop in CELLS:
+            f = _frame(recomputed_scores(items, outcomes, endpoint=endpoint, propagation=prop), meta, zes)
+            cells[_cell_name(endpoint, prop)] = {"endpoint": endpoint, "pass_propagation": prop, **separation_entry(f, boot)}
+        panel_b[arm] = cells
+        plain = _frame(recomputed_scores(items, outcomes, endpoint=False, propagation=False, outcome_step=False), meta, zes)
+        plain_no = _frame(recomputed_scores(items, outcomes, endpoint=False, propagation=False, outcome_step=False,
+                                            abstain_as_no=True), meta, zes)
+        out_std = _frame(recomputed_scores(items, outcomes, endpoint=conf_endpoint, propagation=conf_prop), meta, zes)
+        out_no = _frame(recomputed_scores(items, outcomes, endpoint=conf_endpoint, propagation=conf_prop, abstain_as_no=True), meta, zes)
+        recode[arm] = {kind: {setting: {"auc": _auc_ci(f, boot), "separation": separation_entry(f, boot)}
+                              for setting, f in (("standard", std), ("abstain_as_no", rec))}
+                       for kind, std, rec in (("plain", plain, plain_no), ("outcome", out_std, out_no))}
+    result["panel_b"] = panel_b
+    result["panel_c"] = {"abstain_as_no": recode}
+    if controls is None:
+        result["panel_c"]["evidence_replacement"] = {"available": False, "reason": "no controls output (run the controls stage)"}
+        result["panel_c"]["idle_floor"] = {"available": False, "reason": "no controls output (run the controls stage)"}
+    else:
+        result["panel_c"]["evidence_replacement"] = {"available": True, "judge": controls.get("judge"), "scope": controls.get("scope"),
+                                                     "arms": {a: e["evidence_replacement"] for a, e in controls["arms"].items()}}
+        result["panel_c"]["idle_floor"] = {"available": True, "judge": controls.get("judge"), "outcome": controls.get("idle_outcome"),
+                                           "arms": {a: e["idle"] for a, e in controls["arms"].items()}}
+    result["panel_c"]["schema_falsification"] = schema or {"available": False, "reason": "not read"}
+    return jsonable(result)
+
+
+# --------------------------------------------------------------------------- table
+
+HEADER = ["Panel / arm", "Setting", "Value", "CI", "Detail"]
+
+
+def table_rows(result: dict[str, Any]) -> tuple[list[list[str]], list[tuple[str, int]]]:
+    rows: list[list[str]] = []
+    panels: list[tuple[str, int]] = [("Panel A: descriptive AUC, each arm on its own sample", 0)]
+    for e in result["panel_a"]:
+        if str(e.get("skipped") or "").startswith("this arm produces no"):
+            continue
+        detail = e.get("skipped") or f"n={e['n']} ({e['n_pass']}/{e['n_fail']}), {e['n_tasks']} tasks"
+        rows.append([e["arm"], f"AUC {e['score']}", fmt(e.get("auc")), fmt_ci(e.get("ci_low"), e.get("ci_high")), detail])
+    panels.append(("Panel B: PASS − FAIL mean separation (endpoint × PASS propagation)", len(rows)))
+    for arm, cells in sorted(result["panel_b"].items()):
+        for name, e in cells.items():
+            detail = e.get("skipped") or (f"PASS {fmt(e['mean_pass'])} / FAIL {fmt(e['mean_fail'])}; AUC {fmt(e.get('auc'))}; "
+                                          f"{e['n_undefined']} undefined")
+            rows.append([arm, name, fmt(e.get("separation")), fmt_ci(e.get("ci_low"), e.get("ci_high")), detail])
+    panels.append(("Panel C: controls", len(rows)))
+    pc = result["panel_c"]
+    for arm, r in sorted(pc["abstain_as_no"].items()):
+        for kind in ("plain", "outcome"):
+            std, rec = r[kind]["standard"], r[kind]["abstain_as_no"]
+            rows.append([arm, f"Abstain → No ({kind}): AUC", fmt(rec["auc"].get("auc")), fmt_ci(rec["auc"].get("ci_low"), rec["auc"].get("ci_high")),
+                         f"standard {fmt(std['auc'].get('auc'))} {fmt_ci(std['auc'].get('ci_low'), std['auc'].get('ci_high'))}; "
+                         f"separation {fmt(rec['separation'].get('separation'))} vs {fmt(std['separation'].get('separation'))}"])
+    er = pc["evidence_replacement"]
+    if er.get("available"):
+        for arm, e in sorted(er["arms"].items()):
+            rows.append([arm, "evidence replaced: share → No", fmt_share(e.get("share_no")), "",
+                         f"No or Abstain {fmt_share(e.get('share_no_or_abstain'))}; n={e['n']} Yes items ({e['n_skipped']} skipped)"])
+    else:
+        rows.append(["-", "evidence replacement", "n/a", "", er.get("reason", "")])
+    idle = pc["idle_floor"]
+    if idle.get("available"):
+        for arm, e in sorted(idle["arms"].items()):
+            rows.append([arm, "idle-agent floor", fmt(e.get("mean_outcome")), "",
+                         f"with outcome (max {fmt(e.get('max_outcome'))}); plain mean {fmt(e.get('mean_plain'))}; "
+                         f"{e['n_zero_evidence']}/{e['n_ok']} zero-evidence; {e['n_with_yes']} with a Yes"])
+    else:
+        rows.append(["-", "idle-agent floor", "n/a", "", idle.get("reason", "")])
+    sf = pc["schema_falsification"]
+    if sf.get("available"):
+        for r in sf["rows"]:
+            who = "/".join(x for x in (r.get("provider"), r.get("model")) if x) or "n/a"
+            rows.append([str(r["benchmark"]), f"schema: {r['scheme']}", fmt_share(r.get("coverage")), "",
+                         f"coverage of {r.get('n_requirements')} stated requirements; {who}"])
+    else:
+        rows.append(["-", "schema falsification", "n/a", "", sf.get("reason", "")])
+    return rows, panels
+
+
+def _note(result: dict[str, Any]) -> str:
+    judges = judges_text(result["judges"])
+    level = int(round(100 * result["config"]["bootstrap"]["ci"]))
+    return (f"Judges: {judges}. CIs: {level}% task-clustered bootstrap. Panel B recomputes scores from the plain judge labels "
+            "(labels.parquet) with gcpc.scoring.metrics; zero-evidence scores filled with "
+            f"{result['config']['zero_evidence_score']}. Panel C's Abstain → No uses the configured outcome step "
+            f"(endpoint {'on' if result['scoring']['endpoint'] else 'off'}, propagation "
+            f"{'on' if result['scoring']['pass_propagation'] else 'off'}).")
+
+
+def table_markdown(result: dict[str, Any]) -> str:
+    rows, panels = table_rows(result)
+    starts = {i: t for t, i in panels}
+    body: list[list[str]] = []
+    for i, r in enumerate(rows):
+        if i in starts:
+            body.append([f"*{starts[i]}*", "", "", "", ""])
+        body.append(r)
+    return markdown_table(HEADER, body, "llrll", title="Table 3: ablations and controls (RQ4)", note=_note(result))
+
+
+def table_latex(result: dict[str, Any]) -> str:
+    rows, panels = table_rows(result)
+    return latex_table(HEADER, rows, "llrcl", panels=panels)
+
+
+def compact(result: dict[str, Any]) -> dict[str, Any]:
+    # ASCII keys: `dvc exp show` / `dvc metrics diff` column names
+    out: dict[str, Any] = {"separation": {arm: {f"endpoint_{'on' if e['endpoint'] else 'off'}_propagation_"
+                                                f"{'on' if e['pass_propagation'] else 'off'}": e.get("separation")
+                                                for e in cells.values()}
+                                          for arm, cells in result["panel_b"].items()}}
+    er = result["panel_c"]["evidence_replacement"]
+    if er.get("available"):
+        out["evidence_replacement_share_no"] = {a: e.get("share_no") for a, e in er["arms"].items()}
+    return jsonable(out)
+
+
+# --------------------------------------------------------------------------- stage
+
+RQ1 = ANALYZE / "rq1.json"
+RESULT = ANALYZE / "rq4.json"
+TABLE_MD = FIGURES / "table3_ablations.md"
+TABLE_TEX = FIGURES / "table3_ablations.tex"
+FIGURE = FIGURES / "rq4_ablations"
+COMPACT = METRICS_DIR / "rq4.json"
+
+
+def run(params: dict[str, Any]) -> dict[str, Any]:
+    from gcpc.io import write_json, write_text
+    from gcpc.report.figures import rq4_figure, save_figure
+
+    c = resolve_analysis(params.get("analysis"))
+    metrics = pd.read_parquet(METRICS)
+    labels = pd.read_parquet(LABELS) if LABELS.exists() else None
+    rq1_result = json.loads(RQ1.read_text(encoding="utf-8"))
+    summary = CONTROLS / "summary.json"
+    controls = json.loads(summary.read_text(encoding="utf-8")) if summary.exists() else None
+    result = rq4(metrics, labels, rq1_result, c, scoring=params.get("scoring") or {}, controls=controls,
+                 schema=schema_falsification(c["rq4"]["schema_audit"], (params.get("data") or {}).get("name")))
+    write_json(RESULT, result)
+    write_json(COMPACT, compact(result))
+    write_text(TABLE_MD, table_markdown(result))
+    write_text(TABLE_TEX, table_latex(result))
+    save_figure(rq4_figure(result), FIGURE)
+    return result
+
+
+def main() -> int:
+    from gcpc.params import load_params, stage_args
+
+    args = stage_args("RQ4: ablations and controls (Table 3)")
+    for p in (METRICS, RQ1):
+        if not p.exists():
+            print(f"{p}: not found (run finalize and analyze first)", file=sys.stderr)
+            return 2
+    result = run(load_params(args.params))
+    print(f"rq4: panel B for {len(result['panel_b'])} arm(s) -> {RESULT}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+
+
+__all__ = ["CELLS", "item_labels_by_trajectory", "recomputed_scores", "rq4", "schema_falsification", "separation_entry",
+           "table_latex", "table_markdown"]

@@ -1,0 +1,215 @@
+"""`python -m gcpc.report.build`: the `report` stage; assembles figures/report.md from the analysis outputs.
+
+Nothing is recomputed here: every number comes from a table or JSON that an analysis stage wrote,
+every figure is linked (PNG embedded, PDF linked), and each section names the provider and model
+behind it (judge per arm, generator, second judge, annotation source). A listed table or figure
+that is missing is an error; the optional inputs built by other stages (transfer table, category
+audit) are embedded when present and otherwise reported as not available.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from gcpc.analysis.common import ANALYZE, FIGURES, first_existing, fmt, fmt_ci, judges_text, resolve_analysis
+from gcpc.io import write_text
+
+REPORT = FIGURES / "report.md"
+
+TABLES = {
+    "rq1": ["rq1_table.md", "rq1_paired.md", "rq1_by_condition.md"],
+    "rq2": ["table2_human.md"],
+    "rq3": ["rq3_table.md"],
+    "rq4": ["table3_ablations.md"],
+    "rq5": ["rq5_table.md"],
+}
+FIGURE_STEMS = {
+    "rq1": [("fig4_auc", "Figure 4: (a) paired ΔAUC GCPC − reference on identical trajectories; (b) per-arm AUC"),
+            ("rq1_auc_forest", "RQ1 AUC per arm and score"),
+            ("score_by_outcome", "Scores by official outcome")],
+    "rq2": [("rq2_human_agreement", "RQ2: agreement with annotations")],
+    "rq3": [("fig5_skill_deltas", "Figure 5: Δ with − without skills by outcome transition")],
+    "rq4": [("rq4_ablations", "RQ4: endpoint × propagation separation and evidence replacement")],
+    "rq5": [("rq5_reliability", "RQ5: judge swap and same-task PASS/FAIL pairs")],
+}
+RESULTS = ("rq1", "rq2", "rq3", "rq4", "rq5")
+
+
+def listed_outputs() -> list[Path]:
+    """Every table and figure file the report embeds or links (relative to the repository root)."""
+    out = [FIGURES / t for ts in TABLES.values() for t in ts]
+    for stems in FIGURE_STEMS.values():
+        for stem, _ in stems:
+            out += [FIGURES / f"{stem}.png", FIGURES / f"{stem}.pdf"]
+    return out
+
+
+def _load(name: str, analyze_dir: Path) -> dict[str, Any]:
+    path = analyze_dir / f"{name}.json"
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: not found (run the {name} analysis stage first)")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _embed_table(fig_dir: Path, name: str) -> str:
+    path = fig_dir / name
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: table missing (run its analysis stage)")
+    tex = name[:-3] + ".tex"
+    return path.read_text(encoding="utf-8").rstrip() + f"\n\n<sub>Files: [{name}]({name}), [{tex}]({tex})</sub>\n"
+
+
+def _embed_figure(fig_dir: Path, stem: str, caption: str, who: str) -> str:
+    for ext in ("png", "pdf"):
+        p = fig_dir / f"{stem}.{ext}"
+        if not p.exists() or p.stat().st_size == 0:
+            raise FileNotFoundError(f"{p}: figure missing or empty (run its stage)")
+    return f"![{caption}]({stem}.png)\n\n*{caption}.* {who} PDF: [{stem}.pdf]({stem}.pdf)\n"
+
+
+def _strip_title(text: str) -> str:
+    """An embedded Markdown file without its own top-level heading (the report has its own sections)."""
+    lines = text.strip().splitlines()
+    while lines and lines[0].startswith("# "):
+        lines = lines[1:]
+        while lines and not lines[0].strip():
+            lines = lines[1:]
+    return "\n".join(lines)
+
+
+def _heuristic_warning(judges: dict[str, str], generator: str) -> str:
+    texts = list(judges.values()) + [generator]
+    if any("heuristic" in t for t in texts):
+        return ("> **Not an LLM.** Some results below come from the offline `heuristic` provider "
+                "(deterministic rules, model `gcpc-heuristic-v1`; docs/heuristic-provider.md). They exercise the "
+                "pipeline; they are not findings about LLM judges. Reliability and judge-swap numbers of a deterministic "
+                "provider are perfect by construction.\n")
+    return ""
+
+
+def build_report(params: dict[str, Any], analyze_dir: Path = ANALYZE, fig_dir: Path = FIGURES) -> str:
+    c = resolve_analysis(params.get("analysis"))
+    r = {name: _load(name, analyze_dir) for name in RESULTS}
+    gen = params.get("generator") or {}
+    generator = "/".join(str(gen[k]) for k in ("provider", "model") if gen.get(k)) or "n/a"
+    judges = r["rq2"].get("judges") or r["rq3"].get("judges") or {}
+    judge_line = f"Judges: {judges_text(judges)}. Checklist generator: {generator}."
+    data = params.get("data") or {}
+    rq1, rq2, rq3, rq4, rq5 = (r[k] for k in RESULTS)
+    boot = rq1["config"]["bootstrap"]
+    lines = [
+        "# GCPC: results report",
+        "",
+        f"Corpus `{data.get('name', 'n/a')}` (`{data.get('root', 'n/a')}`): {rq1['n_trajectories_total']} trajectories "
+        f"({', '.join(f'{k} {v}' for k, v in rq1['outcome_counts'].items())}) over {rq1['n_tasks']} tasks with a PASS/FAIL "
+        f"outcome; {rq1['n_excluded_other']} with another outcome are left out of binary analyses.",
+        "",
+        f"{judge_line} Bootstrap: {boot['n_resamples']} task-clustered resamples, seed {boot['seed']}, "
+        f"{int(round(100 * boot['ci']))}% percentile intervals. Every table below is also a LaTeX file; every figure "
+        "is also a PDF. Machine-readable results: `data/processed/analyze/rq*.json`.",
+        "",
+        _heuristic_warning(judges, generator),
+    ]
+
+    # RQ1
+    ref = rq1.get("reference") or {}
+    lines += ["## RQ1: does GCPC rank PASS above FAIL?", ""]
+    if ref.get("available"):
+        for d in ref["deltas"]:
+            if d.get("delta") is not None:
+                lines.append(f"- ΔAUC {d['a']} − {d['b']} = {fmt(d['delta'])} {fmt_ci(d.get('ci_low'), d.get('ci_high'))}, "
+                             f"share of bootstrap draws above 0: {fmt(d.get('share_positive'))} (n = {d['n']}, {d['n_tasks']} tasks).")
+    else:
+        lines.append(f"- Paired GCPC − {ref.get('reference_arm', 'reference')}: not available ({ref.get('reason')}).")
+    lines.append("")
+    for t in TABLES["rq1"]:
+        lines += [_embed_table(fig_dir, t), ""]
+    for stem, cap in FIGURE_STEMS["rq1"]:
+        lines += [_embed_figure(fig_dir, stem, cap, judge_line), ""]
+
+    # RQ2
+    lines += ["## RQ2: do scores agree with people?", ""]
+    if rq2.get("available"):
+        a = rq2["annotations"]
+        src = ("**Illustrative annotations written for this project, not real human judgments**" if a["illustrative"]
+               else "Human annotations")
+        lines.append(f"{src}: `{a['path']}` ({a['n_records']} records, {a['n_annotators']} annotators). Format: docs/annotations.md.")
+    else:
+        lines.append(f"Not available: {rq2.get('reason')}.")
+    lines.append("")
+    lines += [_embed_table(fig_dir, TABLES["rq2"][0]), ""]
+    ann_who = ("Annotations: illustrative (written for the project)." if rq2.get("available") and rq2["annotations"]["illustrative"]
+               else "Annotations: " + (rq2.get("annotations", {}).get("path", "n/a") if rq2.get("available") else "n/a") + ".")
+    for stem, cap in FIGURE_STEMS["rq2"]:
+        lines += [_embed_figure(fig_dir, stem, cap, f"{judge_line} {ann_who}"), ""]
+
+    # RQ3
+    p = rq3["pairing"]
+    nf = rq3["noise_floor"]
+    lines += ["## RQ3: do skills change partial credit?", "",
+              f"{p['n_pairs']} matched pairs ({p['mode']} pairing{', ' + p['source'] if p['source'] else ''}; matched on "
+              f"{', '.join(p['match_on'])}); {p['n_excluded']} excluded with reasons in rq3.json. "
+              + (f"Test–retest noise floor from {nf['n_passes']} judging passes ({nf.get('judge')})." if nf.get("available")
+                 else f"Test–retest noise floor not available: {nf.get('reason')}."), ""]
+    lines += [_embed_table(fig_dir, TABLES["rq3"][0]), ""]
+    for stem, cap in FIGURE_STEMS["rq3"]:
+        lines += [_embed_figure(fig_dir, stem, cap, judge_line + (f" Retest judge: {nf.get('judge')}." if nf.get("available") else "")), ""]
+
+    # RQ4
+    lines += ["## RQ4: what does each design choice contribute?", ""]
+    er = rq4["panel_c"]["evidence_replacement"]
+    lines.append(f"Controls judge: {er.get('judge')}." if er.get("available") else f"Controls: {er.get('reason')}.")
+    lines.append("")
+    lines += [_embed_table(fig_dir, TABLES["rq4"][0]), ""]
+    audit = first_existing(list(c["rq4"]["schema_audit_table"]))
+    if audit is not None:
+        lines += [f"Category audit behind the schema-falsification rows (built by the synthesis stage, `{audit}`):", "",
+                  _strip_title(audit.read_text(encoding="utf-8")), ""]
+    for stem, cap in FIGURE_STEMS["rq4"]:
+        lines += [_embed_figure(fig_dir, stem, cap, judge_line + (f" Controls judge: {er.get('judge')}." if er.get("available") else "")), ""]
+
+    # RQ5
+    sw = rq5["judge_swap"]
+    lines += ["## RQ5: reliability, judge swap and transfer", ""]
+    if sw.get("available"):
+        lines.append(f"Second judge: {sw.get('swap_judge')} ({sw.get('swap_source')}); primary judge {sw.get('primary_judge')}.")
+    for key in ("reliability", "judge_swap"):
+        if rq5[key].get("by_construction"):
+            lines.append(f"**By construction:** {rq5[key]['by_construction']}.")
+    lines.append("")
+    lines += [_embed_table(fig_dir, TABLES["rq5"][0]), ""]
+    tr = rq5["transfer"]
+    if tr.get("available") and Path(tr["path"]).exists():
+        lines += [f"### Transfer table (Table 4, built by the synthesis stage, `{tr['path']}`)", "",
+                  _strip_title(Path(tr["path"]).read_text(encoding="utf-8")), ""]
+    else:
+        lines += [f"Transfer table: not available ({tr.get('reason', 'file missing')}).", ""]
+    for stem, cap in FIGURE_STEMS["rq5"]:
+        who = judge_line + (f" Second judge: {sw.get('swap_judge')}." if sw.get("available") else "")
+        lines += [_embed_figure(fig_dir, stem, cap, who), ""]
+
+    lines += ["## Files", "", "| File | Kind |", "|---|---|"]
+    for f in listed_outputs():
+        lines.append(f"| [{f.name}]({f.name}) | {'figure' if f.suffix in ('.png', '.pdf') else 'table'} |")
+    return "\n".join(line for line in lines if line is not None).rstrip() + "\n"
+
+
+def main() -> int:
+    from gcpc.params import load_params, stage_args
+
+    args = stage_args("Assemble figures/report.md from the analysis outputs")
+    try:
+        text = build_report(load_params(args.params))
+    except FileNotFoundError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    write_text(REPORT, text)
+    print(f"report: {REPORT} ({len(text.splitlines())} lines)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,206 @@
+"""Every analysis stage and the report on the demo corpus, in a temporary working directory.
+
+The pipeline up to finalize is built through the library functions its stages call (heuristic
+provider, every arm of conf/arm/all.yaml, per-test propagation on); then the stage entry points of
+this package run exactly as `dvc repro` runs them (cwd = repository root, params.yaml). Checks:
+every table and figure the report lists exists and is a valid non-empty file, the report links
+them all and names provider and model, results are finite and deterministic, and the notebook
+runs on the outputs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from pathlib import Path
+
+import matplotlib.image as mpimg
+import pytest
+import yaml
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+from gcpc.analysis.common import DEFAULTS, resolve_analysis
+
+ROOT = Path(__file__).resolve().parents[1]
+
+STAGES = ("gcpc.analysis.__main__", "gcpc.report.__main__", "gcpc.analysis.rejudge", "gcpc.analysis.controls",
+          "gcpc.analysis.rq2", "gcpc.analysis.rq3", "gcpc.analysis.rq4", "gcpc.analysis.rq5", "gcpc.report.build")
+
+
+def _compose(overrides: list[str]) -> dict:
+    with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base=None):
+        return OmegaConf.to_container(compose(config_name="config", overrides=overrides), resolve=True)
+
+
+def _run_stage(module: str) -> None:
+    import importlib
+
+    mod = importlib.import_module(module)
+    argv = sys.argv
+    sys.argv = [module]
+    try:
+        assert mod.main() in (0, None), module
+    finally:
+        sys.argv = argv
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    from gcpc.corpus.ingest import ingest, write_outputs
+    from gcpc.judging.stage import run as judge_run
+    from gcpc.scoring.finalize import run as finalize_run
+    from gcpc.synthesis.generate import SynthesisSettings
+    from gcpc.synthesis.stage import synthesize_all
+
+    work = tmp_path_factory.mktemp("repo")
+    (work / "data").mkdir()
+    os.symlink(ROOT / "data" / "demo", work / "data" / "demo")
+    os.symlink(ROOT / "prompts", work / "prompts")
+    composed = _compose(["arm=all"])
+    base = yaml.safe_load((ROOT / "params.yaml").read_text())
+    analysis = composed["analysis"]
+    analysis["bootstrap"]["n_resamples"] = 200
+    params = base | {"arm": composed["arm"], "analysis": analysis,
+                     "scoring": (base.get("scoring") or {}) | {"per_test_propagation": True}}
+    cwd = Path.cwd()
+    os.chdir(work)
+    try:
+        (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+        out = Path("data/processed")
+        result = ingest(dict(params["data"]), work)
+        write_outputs(result, out / "ingest")
+        synthesize_all(result.tasks, params["generator"], SynthesisSettings.from_params(params["synthesis"]), out / "synthesize",
+                       progress=False)
+        for arm in params["arm"]:
+            judge_run(params, arm, out / "ingest", out / "synthesize", out / "judge" / arm, progress=False)
+        finalize_run(params, out / "ingest", out / "judge", out / "finalize", Path("metrics/finalize.json"))
+        for module in STAGES:
+            _run_stage(module)
+        yield work
+    finally:
+        os.chdir(cwd)
+
+
+def test_conf_defaults_equal_code_defaults():
+    assert _compose([])["analysis"] == DEFAULTS
+    assert resolve_analysis(_compose([])["analysis"]) == resolve_analysis({})
+
+
+def test_every_listed_table_and_figure_is_valid(demo):
+    from gcpc.report.build import listed_outputs
+
+    outputs = listed_outputs()
+    assert len([p for p in outputs if p.suffix == ".png"]) == 7
+    for rel in outputs:
+        path = demo / rel
+        assert path.exists() and path.stat().st_size > 0, rel
+        if path.suffix == ".png":
+            img = mpimg.imread(path)
+            assert img.ndim == 3 and img.shape[0] > 200 and img.shape[1] > 200, rel
+            assert float(img[..., :3].std()) > 0.01, f"{rel} is blank"
+        elif path.suffix == ".pdf":
+            data = path.read_bytes()
+            assert data.startswith(b"%PDF") and b"%%EOF" in data[-64:] and len(data) > 2000, rel
+        else:
+            assert "|" in path.read_text(encoding="utf-8") or r"\begin{tabular}" in path.read_text(encoding="utf-8")
+        if path.suffix == ".md":
+            tex = path.with_suffix(".tex").read_text(encoding="utf-8")
+            assert tex.startswith(r"\begin{tabular}") and tex.rstrip().endswith(r"\end{tabular}"), rel
+
+
+def test_report_links_everything_and_names_provenance(demo):
+    from gcpc.report.build import listed_outputs
+
+    text = (demo / "figures" / "report.md").read_text(encoding="utf-8")
+    for rel in listed_outputs():
+        assert f"({rel.name})" in text, f"report does not link {rel.name}"
+    assert text.count("![") == 7
+    assert "heuristic/gcpc-heuristic-v1" in text and "Checklist generator: heuristic/gcpc-heuristic-v1" in text
+    assert "Illustrative annotations written for this project" in text
+    assert "**Not an LLM.**" in text and "by construction" in text
+    for section in ("## RQ1", "## RQ2", "## RQ3", "## RQ4", "## RQ5"):
+        assert section in text
+
+
+def test_results_are_finite_json_and_say_what_they_used(demo):
+    results = {}
+    for name in ("rq1", "rq2", "rq3", "rq4", "rq5"):
+        raw = (demo / "data/processed/analyze" / f"{name}.json").read_text()
+        results[name] = json.loads(raw)
+        json.dumps(results[name], allow_nan=False)
+    for f in sorted((demo / "metrics").glob("rq*.json")):
+        def walk(o):
+            if isinstance(o, dict):
+                for v in o.values():
+                    yield from walk(v)
+            elif isinstance(o, list):
+                for v in o:
+                    yield from walk(v)
+            elif isinstance(o, float):
+                yield o
+        assert all(math.isfinite(v) for v in walk(json.loads(f.read_text()))), f.name
+        assert f.read_text().isascii(), f"{f.name}: metric names must be ASCII (dvc exp show columns)"
+    rq1 = results["rq1"]
+    ref = rq1["reference"]
+    assert ref["available"] and {d["score"] for d in ref["deltas"]} >= {"gcpc_plain", "gcpc_outcome"}
+    assert all(0.0 <= d["share_positive"] <= 1.0 for d in ref["deltas"] if d.get("delta") is not None)
+    assert "gcpc_per_test" in rq1["config"]["scores"]  # the per-test propagation variant is analysed when present
+    assert rq1["arms"]["holistic"]["gcpc_outcome"]["skipped"].startswith("this arm produces no")
+    rq2 = results["rq2"]
+    assert rq2["available"] and rq2["annotations"]["illustrative"] and rq2["annotations"]["n_excluded"] == 0
+    rq3 = results["rq3"]
+    assert rq3["pairing"]["mode"] == "explicit" and rq3["pairing"]["source"].endswith("roles.json")
+    assert rq3["pairing"]["n_pairs"] >= 12 and sum(rq3["transition_counts"].values()) == rq3["pairing"]["n_pairs"]
+    # the demo's duplicate trials were removed at ingest: their pairs are excluded with that reason
+    assert all("excluded at ingest" in e["reason"] or "non-binary" in e["reason"] for e in rq3["exclusions"])
+    assert rq3["noise_floor"]["available"] and "by construction" in rq3["noise_floor"]["note"]
+    rq4 = results["rq4"]
+    assert set(rq4["panel_b"]["gcpc"]) == {"endpoint on · propagation on", "endpoint on · propagation off",
+                                           "endpoint off · propagation on", "endpoint off · propagation off"}
+    er = rq4["panel_c"]["evidence_replacement"]["arms"]["gcpc"]
+    assert er["n"] > 0 and 0.0 <= er["share_no"] <= er["share_no_or_abstain"] <= 1.0
+    assert rq4["panel_c"]["idle_floor"]["arms"]["gcpc"]["n_tasks"] == 6
+    rq5 = results["rq5"]
+    assert rq5["reliability"]["scores"]["gcpc_plain"]["alpha"] == 1.0 and "by construction" in rq5["reliability"]["by_construction"]
+    assert rq5["judge_swap"]["scores"]["gcpc_plain"]["rho"] == pytest.approx(1.0)
+    assert rq5["pair_diagnosis"]["benchmarks"]["skillsbench"]["terminal_bench"] is False
+
+
+def test_rerun_is_byte_identical(demo):
+    watched = ["data/processed/analyze/rq3.json", "figures/fig5_skill_deltas.png", "figures/fig5_skill_deltas.pdf",
+               "figures/rq4_ablations.png", "figures/rq5_reliability.pdf", "figures/table2_human.md", "figures/report.md",
+               "figures/fig4_auc.png", "data/processed/controls/summary.json", "data/processed/rejudge/scores.parquet"]
+    before = {p: (demo / p).read_bytes() for p in watched}
+    cwd = Path.cwd()
+    os.chdir(demo)
+    try:
+        for module in STAGES[1:]:
+            _run_stage(module)
+    finally:
+        os.chdir(cwd)
+    assert {p: (demo / p).read_bytes() for p in watched} == before
+
+
+def test_notebook_loads_outputs_without_recomputing(demo):
+    nb = json.loads((ROOT / "notebooks" / "explore.ipynb").read_text(encoding="utf-8"))
+    assert nb["nbformat"] == 4 and nb["cells"]
+    for cell in nb["cells"]:
+        assert cell["cell_type"] in ("markdown", "code") and isinstance(cell["source"], list)
+        if cell["cell_type"] == "code":
+            assert cell["outputs"] == [] and cell["execution_count"] is None
+    source = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+    assert "gcpc.analysis" not in source  # loads results, never recomputes them
+    ns: dict = {}
+    cwd = Path.cwd()
+    os.chdir(demo)
+    try:
+        for cell in nb["cells"]:
+            if cell["cell_type"] == "code":
+                exec(compile("".join(cell["source"]), "explore.ipynb", "exec"), ns)  # noqa: S102
+    finally:
+        os.chdir(cwd)
+    assert set(ns["results"]) == {"rq1", "rq2", "rq3", "rq4", "rq5"}
+    assert len(ns["auc"]) > 0 and len(ns["rq3_rows"]) > 0 and len(ns["panel_b"]) > 0

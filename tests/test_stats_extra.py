@@ -1,0 +1,229 @@
+"""Statistics added for RQ1-RQ5, checked against reference implementations and hand-computed cases.
+
+References: scikit-learn roc_auc_score (through `auc`), scipy spearmanr / wilcoxon / binomtest,
+the `krippendorff` package, and the generic row-level `clustered_bootstrap` for every vectorized
+bootstrap (same seed => same task resamples => same draws).
+"""
+
+from __future__ import annotations
+
+import krippendorff
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import binomtest, spearmanr, wilcoxon
+
+from gcpc.analysis.stats import (
+    UndefinedStatistic,
+    alpha_bootstrap,
+    auc,
+    auc_statistic,
+    clustered_auc_bootstrap,
+    clustered_bootstrap,
+    clustered_mean_difference,
+    clustered_spearman_bootstrap,
+    krippendorff_alpha,
+    paired_delta_auc,
+    preference_agreement,
+    reliability_matrix,
+    resample_counts,
+    sign_test,
+    signed_rank_test,
+    spearman,
+    weighted_spearman,
+)
+
+
+def _frame(seed: int, n_tasks: int = 15, n: int = 180) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    task = rng.integers(0, n_tasks, n)
+    effect = rng.normal(0, 1, n_tasks)[task]
+    label = (effect + rng.normal(0, 1, n) > 0).astype(int)
+    return pd.DataFrame({"task": [f"t{t:02d}" for t in task], "y": label,
+                         "s1": np.round(1 / (1 + np.exp(-(effect + rng.normal(0, 1, n)))), 1),
+                         "s2": rng.integers(0, 4, n) / 3, "v": rng.normal(0, 1, n)})
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_fast_auc_bootstrap_equals_generic_bootstrap(seed):
+    df = _frame(seed)
+    fast = clustered_auc_bootstrap(df, "s1", "y", "task", n_resamples=150, seed=seed)
+    slow = clustered_bootstrap(df, "task", auc_statistic("s1", "y"), n_resamples=150, seed=seed)
+    assert fast.estimate == pytest.approx(slow.estimate, abs=1e-12)
+    assert fast.n_valid == slow.n_valid
+    np.testing.assert_allclose(fast.draws, slow.draws, rtol=0, atol=1e-12)
+    assert (fast.ci_low, fast.ci_high) == pytest.approx((slow.ci_low, slow.ci_high), abs=1e-12)
+
+
+def test_fast_paired_delta_equals_generic_delta_statistic():
+    df = _frame(7)
+    a, b = auc_statistic("s1", "y"), auc_statistic("s2", "y")
+    slow = clustered_bootstrap(df, "task", lambda d: a(d) - b(d), n_resamples=120, seed=3)
+    fast = paired_delta_auc(df, "s1", "s2", "y", "task", n_resamples=120, seed=3)
+    np.testing.assert_allclose(fast.draws, slow.draws, atol=1e-12)
+    assert fast.share_positive == pytest.approx(slow.share_positive)
+
+
+def test_fast_auc_bootstrap_skips_single_class_resamples_like_generic():
+    df = pd.DataFrame({"task": list("aabcd"), "s": [0.1, 0.9, 0.8, 0.7, 0.6], "y": [0, 1, 1, 1, 1]})
+    fast = clustered_auc_bootstrap(df, "s", "y", "task", n_resamples=200, seed=0)
+    slow = clustered_bootstrap(df, "task", auc_statistic("s", "y"), n_resamples=200, seed=0)
+    assert 0 < fast.n_valid == slow.n_valid < 200
+    with pytest.raises(UndefinedStatistic):
+        clustered_auc_bootstrap(df.assign(y=1), "s", "y", "task", n_resamples=10)
+
+
+def test_resample_counts_are_the_clusters_clustered_bootstrap_draws():
+    df = pd.DataFrame({"task": [f"t{i}" for i in range(9)]})
+    seen = []
+
+    def stat(sample: pd.DataFrame) -> float:
+        seen.append(sample["task"].value_counts().reindex(df["task"], fill_value=0).to_numpy())
+        return 0.0
+
+    clustered_bootstrap(df, "task", stat, n_resamples=25, seed=11)
+    np.testing.assert_array_equal(np.stack(seen[1:]), resample_counts(9, 25, 11))
+
+
+def test_clustered_mean_difference_equals_generic():
+    df = _frame(2)
+    slow = clustered_bootstrap(df, "task", lambda d: d.loc[d.y == 1, "v"].mean() - d.loc[d.y == 0, "v"].mean()
+                               if d.y.nunique() == 2 else np.nan, n_resamples=100, seed=5)
+    fast = clustered_mean_difference(df["v"], df["y"], df["task"], n_resamples=100, seed=5)
+    assert fast.estimate == pytest.approx(df.loc[df.y == 1, "v"].mean() - df.loc[df.y == 0, "v"].mean())
+    np.testing.assert_allclose(fast.draws, slow.draws, atol=1e-12)
+    with pytest.raises(UndefinedStatistic):
+        clustered_mean_difference([1.0, 2.0], [1, 1], ["a", "b"], n_resamples=5)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_spearman_matches_scipy_with_ties(seed):
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 6, 80).astype(float)
+    y = x + rng.integers(-3, 4, 80)
+    assert spearman(x, y) == pytest.approx(spearmanr(x, y).statistic, abs=1e-12)
+    w = rng.integers(0, 4, 80)
+    w[:3] = 1
+    expected = spearmanr(np.repeat(x, w), np.repeat(y, w)).statistic
+    assert weighted_spearman(x, y, w)[0] == pytest.approx(expected, abs=1e-12)
+
+
+def test_spearman_hand_cases_and_errors():
+    assert spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+    # ranks x: 1,2,3 ; y: 1.5,1.5,3 -> Pearson of (1,2,3) and (1.5,1.5,3) = 0.866...
+    assert spearman([1, 2, 3], [5, 5, 9]) == pytest.approx(np.sqrt(3) / 2)
+    with pytest.raises(UndefinedStatistic):
+        spearman([1, 1, 1], [1, 2, 3])
+    with pytest.raises(ValueError, match="NaN"):
+        spearman([1, np.nan, 2], [1, 2, 3])
+    assert np.isnan(weighted_spearman([1, 2, 3], [1, 2, 3], [[1, 0, 0]])[0])  # a single value: undefined
+
+
+def test_clustered_spearman_bootstrap_equals_generic():
+    df = _frame(4)
+    slow = clustered_bootstrap(df, "task", lambda d: spearmanr(d["s1"], d["v"]).statistic, n_resamples=80, seed=2)
+    fast = clustered_spearman_bootstrap(df["s1"], df["v"], df["task"], n_resamples=80, seed=2)
+    assert fast.estimate == pytest.approx(slow.estimate, abs=1e-12)
+    np.testing.assert_allclose(fast.draws, slow.draws, atol=1e-10)
+
+
+@pytest.mark.parametrize("level", ["nominal", "interval"])
+@pytest.mark.parametrize("seed", range(4))
+def test_krippendorff_alpha_matches_package(level, seed):
+    rng = np.random.default_rng(seed)
+    truth = rng.integers(0, 5, 60)
+    data = np.stack([np.where(rng.random(60) < 0.7, truth, rng.integers(0, 5, 60)) for _ in range(3)]).astype(float)
+    data[rng.random(data.shape) < 0.2] = np.nan
+    ours = krippendorff_alpha(data, level)
+    ref = krippendorff.alpha(reliability_data=data, level_of_measurement=level)
+    assert ours == pytest.approx(ref, abs=1e-10)
+
+
+def test_krippendorff_alpha_hand_cases():
+    # nominal: units (1,1) (1,2) (2,2): n=6, one disagreeing unit -> 1 - 5*2/18 = 4/9
+    assert krippendorff_alpha([[1, 1, 2], [1, 2, 2]], "nominal") == pytest.approx(4 / 9)
+    # interval: values 1,2,3 / 1,2,4 -> 1 - 5*2/82
+    assert krippendorff_alpha([[1, 2, 3], [1, 2, 4]], "interval") == pytest.approx(1 - 10 / 82)
+    assert krippendorff_alpha([[0, 1, 2, 1], [0, 1, 2, 1], [0, 1, np.nan, 1]], "nominal") == 1.0
+    with pytest.raises(UndefinedStatistic, match="identical"):
+        krippendorff_alpha([[1, 1], [1, 1]], "nominal")
+    with pytest.raises(UndefinedStatistic, match="two or more"):
+        krippendorff_alpha([[1, np.nan], [np.nan, 2]], "interval")
+    with pytest.raises(ValueError, match="level"):
+        krippendorff_alpha([[1, 2], [1, 2]], "ordinal")
+
+
+def test_alpha_bootstrap_resamples_unit_clusters_like_generic():
+    rng = np.random.default_rng(9)
+    n_units = 40
+    clusters = np.array([f"task{u % 8}" for u in range(n_units)])
+    truth = rng.integers(0, 3, n_units)
+    data = np.stack([np.where(rng.random(n_units) < 0.75, truth, rng.integers(0, 3, n_units)) for _ in range(3)]).astype(float)
+    frame = pd.DataFrame({"task": clusters, "col": np.arange(n_units)})
+
+    def stat(sample: pd.DataFrame) -> float:
+        return float(krippendorff.alpha(reliability_data=data[:, sample["col"].to_numpy()], level_of_measurement="nominal"))
+
+    slow = clustered_bootstrap(frame, "task", stat, n_resamples=60, seed=4)
+    fast = alpha_bootstrap(data, clusters, "nominal", n_resamples=60, seed=4)
+    assert fast.estimate == pytest.approx(slow.estimate, abs=1e-10)
+    np.testing.assert_allclose(fast.draws, slow.draws, atol=1e-10)
+
+
+def test_reliability_matrix_layout_and_errors():
+    long = pd.DataFrame({"unit": ["u2", "u1", "u1", "u2", "u3"], "coder": ["b", "a", "b", "a", "a"],
+                         "label": ["No", "Yes", "Yes", "Abstain", "No"]})
+    data, keys = reliability_matrix(long, "unit", "coder", "label", codes={"Yes": 0, "No": 1, "Abstain": 2})
+    assert keys["unit"].tolist() == ["u1", "u2", "u3"]
+    np.testing.assert_array_equal(data, np.array([[0, 2, 1], [0, 1, np.nan]]))
+    with pytest.raises(ValueError, match="unknown label"):
+        reliability_matrix(long.assign(label="Maybe"), "unit", "coder", "label", codes={"Yes": 0})
+    with pytest.raises(ValueError, match="more than one value"):
+        reliability_matrix(pd.concat([long, long.iloc[:1]]), "unit", "coder", "label", codes={"Yes": 0, "No": 1, "Abstain": 2})
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_signed_rank_test_matches_scipy(seed):
+    rng = np.random.default_rng(seed)
+    d = np.round(rng.normal(0.1, 0.3, 25), 1)
+    ref = wilcoxon(d[d != 0], zero_method="wilcox")
+    ours = signed_rank_test(d)
+    assert ours["p_value"] == pytest.approx(ref.pvalue) and ours["statistic"] == pytest.approx(ref.statistic)
+    assert ours["n"] == 25 and ours["n_nonzero"] == int((d != 0).sum())
+
+
+def test_signed_rank_and_sign_test_hand_cases():
+    # all five differences positive: exact two-sided p = 2 / 2**5
+    assert signed_rank_test([1, 2, 3, 4, 5])["p_value"] == pytest.approx(0.0625)
+    assert signed_rank_test([0, 0, 0])["skipped"] == "no non-zero difference"
+    s = sign_test([0.2] * 9 + [-0.1] + [0.0] * 3)
+    assert (s["higher"], s["lower"], s["tied"], s["n"]) == (9, 1, 3, 13)
+    assert s["p_value"] == pytest.approx(2 * 11 / 1024)  # P(X<=1)+P(X>=9), X~Bin(10, .5)
+    assert s["median_delta"] == pytest.approx(0.2)
+    assert sign_test([0.0, 0.0])["p_value"] is None
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_sign_test_matches_binomtest(seed):
+    d = np.random.default_rng(seed).integers(-2, 3, 40).astype(float)
+    hi, lo = int((d > 0).sum()), int((d < 0).sum())
+    assert sign_test(d)["p_value"] == pytest.approx(binomtest(hi, hi + lo, 0.5).pvalue)
+
+
+def test_preference_agreement_hand_case():
+    res = preference_agreement([0.9, 0.2, 0.5, 0.5, 0.1, np.nan], [0.1, 0.8, 0.5, 0.2, 0.3, 0.4],
+                               ["a", "a", "b", "tie", "b", "a"])
+    # pair 1 agrees, pair 2 disagrees, pair 3 is a method tie, pair 4 a human tie, pair 5 agrees, pair 6 unscored
+    assert res == {"n_pairs": 6, "n_unscored": 1, "n_human_ties": 1, "n_method_ties": 1, "n_comparable": 3,
+                   "n_agree": 2, "agreement": pytest.approx(2 / 3)}
+    with pytest.raises(ValueError, match="preferred"):
+        preference_agreement([1.0], [0.0], ["left"])
+
+
+def test_auc_of_fast_path_matches_sklearn_point_estimate():
+    from sklearn.metrics import roc_auc_score
+
+    df = _frame(12)
+    assert clustered_auc_bootstrap(df, "s2", "y", "task", n_resamples=5).estimate == pytest.approx(roc_auc_score(df.y, df.s2))
+    assert auc(df["s2"], df["y"]) == pytest.approx(roc_auc_score(df.y, df.s2))

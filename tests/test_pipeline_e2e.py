@@ -53,7 +53,7 @@ def _declared_outs(dvc_yaml: dict, params: dict) -> list[str]:
     for name, stage in dvc_yaml["stages"].items():
         if "foreach" in stage:
             for key, item in params["arm"].items():
-                outs += [o.replace("${key}", key) for o in stage["do"]["outs"]]
+                outs += [(next(iter(o)) if isinstance(o, dict) else o).replace("${key}", key) for o in stage["do"]["outs"]]
             continue
         for field in ("outs", "metrics", "plots"):
             for o in stage.get(field, []):
@@ -85,7 +85,8 @@ def _numbers(obj):
 def test_every_metric_is_finite(clone):
     root, _ = clone
     files = sorted((root / "metrics").glob("*.json"))
-    assert {f.name for f in files} >= {"validate.json", "finalize.json", "rq1.json"}
+    assert {f.name for f in files} >= {"validate.json", "audit.json", "finalize.json", "rq1.json", "rq2.json",
+                                        "rq3.json", "rq4.json", "rq5.json"}
     for f in files:
         values = list(_numbers(json.loads(f.read_text())))
         assert values, f"{f.name} holds no numbers"

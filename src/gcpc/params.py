@@ -35,3 +35,19 @@ def stage_args(description: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--params", default="params.yaml", help="composed parameters (default: params.yaml)")
     return parser.parse_known_args()[0]
+
+
+def compose(output: str | Path = "params.yaml", overrides: list[str] | None = None, conf_dir: str | Path = "conf") -> None:
+    """Write params.yaml from conf/ exactly as `dvc exp run` does (DVC's own Hydra composition)."""
+    from dvc.utils.hydra import compose_and_dump
+
+    conf = Path(conf_dir).resolve()
+    compose_and_dump(Path(output), str(conf), None, "config", str(conf.parent), list(overrides or []))
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description="Compose params.yaml from conf/ (what `dvc exp run` does before a run).")
+    parser.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. llm@judge=replay")
+    parser.add_argument("--output", default="params.yaml")
+    ns = parser.parse_args()
+    compose(ns.output, ns.overrides)

@@ -103,11 +103,27 @@ def test_second_repro_runs_no_stage(clone):
     assert "up to date" in status.stdout
 
 
+def test_replay_provider_reproduces_every_metric_without_calls(clone):
+    """After a recorded run, an experiment judging and generating through `replay` gives the same metrics."""
+    root, env = clone
+    dvc = str(Path(sys.executable).parent / "dvc")
+    before = {f.name: f.read_bytes() for f in sorted((root / "metrics").glob("*.json"))}
+    _run(["git", "add", "-A"], root, env)
+    _run(["git", "commit", "-qm", "recorded run"], root, env)
+    _run([dvc, "exp", "run", "-S", "llm@judge=replay", "-S", "llm@generator=replay", "-n", "replayed"], root, env)
+    params = yaml.safe_load((root / "params.yaml").read_text())
+    assert params["judge"]["provider"] == "replay" and params["generator"]["provider"] == "replay"
+    after = {f.name: f.read_bytes() for f in sorted((root / "metrics").glob("*.json"))}
+    assert after == before
+    _run(["git", "checkout", "-q", "--", "."], root, env)
+    _run([dvc, "checkout", "-q"], root, env)
+
+
 def test_experiment_with_another_bootstrap_seed_is_listed(clone):
     root, env = clone
     dvc = str(Path(sys.executable).parent / "dvc")
     _run(["git", "add", "-A"], root, env)
-    _run(["git", "commit", "-qm", "baseline results"], root, env)
+    _run(["git", "commit", "-qm", "baseline results", "--allow-empty"], root, env)
     _run([dvc, "exp", "run", "-S", "analysis.bootstrap.seed=1", "-n", "seed1"], root, env)
     shown = json.loads(_run([dvc, "exp", "show", "--json"], root, env).stdout)
     text = json.dumps(shown)

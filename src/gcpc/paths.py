@@ -9,6 +9,9 @@ VALIDATE = PROCESSED / "validate"
 JUDGE = PROCESSED / "judge"
 FINALIZE = PROCESSED / "finalize"
 ANALYZE = PROCESSED / "analyze"
+AUDIT = PROCESSED / "audit"
+REJUDGE = PROCESSED / "rejudge"
+CONTROLS = PROCESSED / "controls"
 METRICS = Path("metrics")
 FIGURES = Path("figures")
 

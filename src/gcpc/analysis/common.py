@@ -19,15 +19,13 @@ import pandas as pd
 
 from gcpc.io import iter_jsonl
 
-METRICS = Path("data/processed/finalize/metrics.parquet")
-LABELS = Path("data/processed/finalize/labels.parquet")
-TRAJECTORIES = Path("data/processed/ingest/trajectories.jsonl")
-INGEST_EXCLUSIONS = Path("data/processed/ingest/exclusions.jsonl")
-ANALYZE = Path("data/processed/analyze")
-REJUDGE = Path("data/processed/rejudge")
-CONTROLS = Path("data/processed/controls")
-FIGURES = Path("figures")
-METRICS_DIR = Path("metrics")
+from gcpc.paths import ANALYZE, CONTROLS, FIGURES, FINALIZE, INGEST, REJUDGE  # noqa: F401 (re-exported to the RQ modules)
+from gcpc.paths import METRICS as METRICS_DIR
+
+METRICS = FINALIZE / "metrics.parquet"
+LABELS = FINALIZE / "labels.parquet"
+TRAJECTORIES = INGEST / "trajectories.jsonl"
+INGEST_EXCLUSIONS = INGEST / "exclusions.jsonl"
 
 DEFAULTS: dict[str, Any] = {
     "scores": ["gcpc_plain", "gcpc_outcome"],
@@ -293,3 +291,14 @@ def judges_text(judges: dict[str, str]) -> str:
         who, arms = next(iter(groups.items()))
         return f"{who} ({'all arms' if len(arms) > 1 else 'arm ' + arms[0]})"
     return "; ".join(f"{who} ({'arms' if len(a) > 1 else 'arm'} {', '.join(a)})" for who, a in sorted(groups.items()))
+
+
+def write_result_files(name: str, result: dict[str, Any], compact: dict[str, Any], table_md: str, table_tex: str,
+                       table_stem: str) -> None:
+    """The four files every RQ stage writes: full result, compact DVC metrics, and its table twice."""
+    from gcpc.io import write_json, write_text
+
+    write_json(ANALYZE / f"{name}.json", result)
+    write_json(METRICS_DIR / f"{name}.json", compact)
+    write_text(FIGURES / f"{table_stem}.md", table_md)
+    write_text(FIGURES / f"{table_stem}.tex", table_tex)

@@ -20,12 +20,12 @@ import pandas as pd
 
 from gcpc.analysis.annotations import CRITERION_LABELS, PROGRESS, Annotations, TrajectoryResolver, read_annotations
 from gcpc.analysis.common import (
+    write_result_files,
     active_scores,
     ANALYZE,
     FIGURES,
     LABELS,
     METRICS,
-    METRICS_DIR,
     TRAJECTORIES,
     fmt,
     fmt_ci,
@@ -352,13 +352,10 @@ def compact(result: dict[str, Any]) -> dict[str, Any]:
 
 RESULT = ANALYZE / "rq2.json"
 TABLE_MD = FIGURES / "table2_human.md"
-TABLE_TEX = FIGURES / "table2_human.tex"
 FIGURE = FIGURES / "rq2_human_agreement"
-COMPACT = METRICS_DIR / "rq2.json"
 
 
 def run(params: dict[str, Any]) -> dict[str, Any]:
-    from gcpc.io import write_json, write_text
     from gcpc.report.figures import rq2_figure, save_figure
 
     cfg = resolve_analysis(params.get("analysis"))
@@ -377,10 +374,7 @@ def run(params: dict[str, Any]) -> dict[str, Any]:
         source_paths = dict(zip(meta["source_path"].astype(str), meta["trajectory_id"].astype(str), strict=True))
     labels = pd.read_parquet(LABELS) if LABELS.exists() else None
     result = rq2(metrics, ann, cfg, source_paths=source_paths, labels=labels, unavailable=why)
-    write_json(RESULT, result)
-    write_json(COMPACT, compact(result))
-    write_text(TABLE_MD, table2_markdown(result))
-    write_text(TABLE_TEX, table2_latex(result))
+    write_result_files("rq2", result, compact(result), table2_markdown(result), table2_latex(result), TABLE_MD.stem)
     save_figure(rq2_figure(result), FIGURE)
     return result
 

@@ -37,12 +37,12 @@ import pandas as pd
 
 from gcpc.analysis.annotations import TrajectoryResolver
 from gcpc.analysis.common import (
+    write_result_files,
     active_scores,
     ANALYZE,
     FIGURES,
     INGEST_EXCLUSIONS,
     METRICS,
-    METRICS_DIR,
     REJUDGE,
     TRAJECTORIES,
     fmt,
@@ -349,14 +349,11 @@ def compact(result: dict[str, Any]) -> dict[str, Any]:
 
 RESULT = ANALYZE / "rq3.json"
 TABLE_MD = FIGURES / "rq3_table.md"
-TABLE_TEX = FIGURES / "rq3_table.tex"
 FIGURE = FIGURES / "fig5_skill_deltas"
 DELTAS = ANALYZE / "rq3_deltas.csv"
-COMPACT = METRICS_DIR / "rq3.json"
 
 
 def run(params: dict[str, Any]) -> dict[str, Any]:
-    from gcpc.io import write_json, write_text
     from gcpc.report.figures import fig5, save_figure
 
     c = resolve_analysis(params.get("analysis"))
@@ -373,10 +370,7 @@ def run(params: dict[str, Any]) -> dict[str, Any]:
     summ = json.loads((REJUDGE / "summary.json").read_text(encoding="utf-8")) if (REJUDGE / "summary.json").exists() else None
     result = rq3(metrics, meta, c, explicit_pairs=explicit, pairs_source=source, ingest_excluded=ingest_excluded,
                  rejudge_scores=rs, rejudge_summary=summ)
-    write_json(RESULT, result)
-    write_json(COMPACT, compact(result))
-    write_text(TABLE_MD, table_markdown(result))
-    write_text(TABLE_TEX, table_latex(result))
+    write_result_files("rq3", result, compact(result), table_markdown(result), table_latex(result), TABLE_MD.stem)
     pairs = pd.DataFrame(result["pairs"], columns=["with_id", "without_id", "transition"])
     meta_keys = meta.set_index("trajectory_id")
     pairs["task_id"] = pairs["with_id"].map(meta_keys["task_id"]) if len(pairs) else pd.Series(dtype=object)

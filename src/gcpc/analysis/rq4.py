@@ -23,12 +23,12 @@ from typing import Any
 import pandas as pd
 
 from gcpc.analysis.common import (
+    write_result_files,
     ANALYZE,
     CONTROLS,
     FIGURES,
     LABELS,
     METRICS,
-    METRICS_DIR,
     first_existing,
     fmt,
     fmt_ci,
@@ -303,13 +303,10 @@ def compact(result: dict[str, Any]) -> dict[str, Any]:
 RQ1 = ANALYZE / "rq1.json"
 RESULT = ANALYZE / "rq4.json"
 TABLE_MD = FIGURES / "table3_ablations.md"
-TABLE_TEX = FIGURES / "table3_ablations.tex"
 FIGURE = FIGURES / "rq4_ablations"
-COMPACT = METRICS_DIR / "rq4.json"
 
 
 def run(params: dict[str, Any]) -> dict[str, Any]:
-    from gcpc.io import write_json, write_text
     from gcpc.report.figures import rq4_figure, save_figure
 
     c = resolve_analysis(params.get("analysis"))
@@ -320,10 +317,7 @@ def run(params: dict[str, Any]) -> dict[str, Any]:
     controls = json.loads(summary.read_text(encoding="utf-8")) if summary.exists() else None
     result = rq4(metrics, labels, rq1_result, c, scoring=params.get("scoring") or {}, controls=controls,
                  schema=schema_falsification(c["rq4"]["schema_audit"], (params.get("data") or {}).get("name")))
-    write_json(RESULT, result)
-    write_json(COMPACT, compact(result))
-    write_text(TABLE_MD, table_markdown(result))
-    write_text(TABLE_TEX, table_latex(result))
+    write_result_files("rq4", result, compact(result), table_markdown(result), table_latex(result), TABLE_MD.stem)
     save_figure(rq4_figure(result), FIGURE)
     return result
 

@@ -26,11 +26,11 @@ import numpy as np
 import pandas as pd
 
 from gcpc.analysis.common import (
+    write_result_files,
     active_scores,
     ANALYZE,
     FIGURES,
     METRICS,
-    METRICS_DIR,
     REJUDGE,
     first_existing,
     fmt,
@@ -284,13 +284,10 @@ def compact(result: dict[str, Any]) -> dict[str, Any]:
 RESULT = ANALYZE / "rq5.json"
 PAIRS = ANALYZE / "rq5_pairs.csv"
 TABLE_MD = FIGURES / "rq5_table.md"
-TABLE_TEX = FIGURES / "rq5_table.tex"
 FIGURE = FIGURES / "rq5_reliability"
-COMPACT = METRICS_DIR / "rq5.json"
 
 
 def run(params: dict[str, Any]) -> dict[str, Any]:
-    from gcpc.io import write_json, write_text
     from gcpc.report.figures import rq5_figure, save_figure
 
     c = resolve_analysis(params.get("analysis"))
@@ -299,10 +296,7 @@ def run(params: dict[str, Any]) -> dict[str, Any]:
     rl = pd.read_parquet(REJUDGE / "item_labels.parquet") if (REJUDGE / "item_labels.parquet").exists() else None
     summ = json.loads((REJUDGE / "summary.json").read_text(encoding="utf-8")) if (REJUDGE / "summary.json").exists() else None
     result = rq5(metrics, c, rejudge_scores=rs, rejudge_labels=rl, rejudge_summary=summ)
-    write_json(RESULT, result)
-    write_json(COMPACT, compact(result))
-    write_text(TABLE_MD, table_markdown(result))
-    write_text(TABLE_TEX, table_latex(result))
+    write_result_files("rq5", result, compact(result), table_markdown(result), table_latex(result), TABLE_MD.stem)
     primary = with_method_arm(metrics, c["default_variants"])
     primary = primary[(primary["arm"] == c["primary_arm"]) & primary["outcome"].isin(["PASS", "FAIL"])]
     frames = []

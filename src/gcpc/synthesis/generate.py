@@ -136,45 +136,81 @@ def synthesize_checklist(
     label: tuple[str, str] = ("", ""),
 ) -> SynthesisOutcome:
     """Generate, gate, and regenerate until every gate passes or the attempt budget is spent."""
+    return synthesize_checklists([(instruction, tests, label)], client=client, llm_cfg=llm_cfg, settings=settings)[0]
+
+
+@dataclass
+class _Job:
+    instruction: str
+    tests: Sequence[VerifierTest]
+    label: tuple[str, str]
+    outcome: SynthesisOutcome
+    history: list[list[GateResult]] = field(default_factory=list)
+    history_kinds: list[list[str]] = field(default_factory=list)
+    done: bool = False
+
+
+def synthesize_checklists(
+    jobs: Sequence[tuple[str, Sequence[VerifierTest], tuple[str, str]]],
+    *,
+    client: LLMClient,
+    llm_cfg: dict[str, Any],
+    settings: SynthesisSettings,
+) -> list[SynthesisOutcome]:
+    """Synthesize many tasks in rounds: each round sends every pending task's request through one
+    `client.run`, so calls run concurrently (or as one Batch API submission); tasks whose checklist
+    failed a gate go on to the next round with their rejection history. Each job is
+    (instruction, verifier tests, (benchmark, task_id)) and nothing else."""
     template = settings.template()
     scheme = settings.category_scheme()
     provider, model = request_identity(llm_cfg)
     provenance = Provenance(provider=provider, model=model, prompt_hash=template.hash, rules_hash=settings.rules_hash())
-    outcome = SynthesisOutcome(items=None, provenance=provenance)
-    history: list[list[GateResult]] = []
-    history_kinds: list[list[str]] = []
+    state = [_Job(instr, tests, label, SynthesisOutcome(items=None, provenance=provenance)) for instr, tests, label in jobs]
     for attempt in range(1, settings.max_regenerations + 1):
-        request = build_request(instruction, tests, llm_cfg=llm_cfg, settings=settings, template=template,
-                                scheme=scheme, history=history, history_kinds=history_kinds)
-        result = client.run_one(request, GeneratedChecklist)
-        raw = [r.response_text for r in client.store.attempts(result.key)]
-        gates: list[GateResult] = []
-        parsed: GeneratedChecklist | None = None
-        if result.ok and result.parsed is not None:
-            parsed = GeneratedChecklist.model_validate(result.parsed)
-            gates = check_items(parsed.items, instruction, tests, min_items=settings.min_items, max_items=settings.max_items)
-        accepted = parsed is not None and all(g.passed for g in gates)
-        previous = sorted({k for ks in history_kinds for k in ks})
-        outcome.attempts.append(SynthesisAttempt(
-            benchmark=label[0], task_id=label[1], attempt=attempt, request_key=result.key, prompt_hash=template.hash,
-            previous_rejections=previous, call_attempts=result.attempts, raw_responses=raw, parsed=result.parsed,
-            error=result.error, gate_results=gates, accepted=accepted,
-        ))
-        if accepted and parsed is not None:
-            outcome.items = [
-                ChecklistItem(item_id=f"i{i:02d}", text=it.text, quote=it.quote, route=it.route,
-                              test_refs=[resolve_test_ref(r, tests) or r for r in it.test_refs], category=it.category)
-                for i, it in enumerate(parsed.items, 1)
-            ]
-            outcome.provenance = provenance.model_copy(update={"request_key": result.key})
-            return outcome
-        if parsed is None:
-            outcome.failure = f"no valid response after {result.attempts} call attempt(s): {result.error}"
-            return outcome
-        history.append(gates)
-        history_kinds.append(failed_gate_kinds(gates, len(parsed.items), settings.min_items))
-    failed = [g.message for g in history[-1] if not g.passed]
-    shown = "; ".join(failed[:3]) + (f"; and {len(failed) - 3} more" if len(failed) > 3 else "")
-    outcome.failure = (f"gates still failing after {settings.max_regenerations} generation attempt(s) "
-                       f"({', '.join(sorted({k for ks in history_kinds for k in ks}))}); last attempt: {shown}")
-    return outcome
+        pending = [j for j in state if not j.done]
+        if not pending:
+            break
+        requests = [build_request(j.instruction, j.tests, llm_cfg=llm_cfg, settings=settings, template=template,
+                                  scheme=scheme, history=j.history, history_kinds=j.history_kinds) for j in pending]
+        results = client.run(requests, GeneratedChecklist, desc=f"synthesize (attempt {attempt})")
+        for job, result in zip(pending, results, strict=True):
+            _record_attempt(job, result, attempt, client, template.hash, provenance, settings)
+    for job in state:
+        if not job.done:
+            failed = [g.message for g in job.history[-1] if not g.passed]
+            shown = "; ".join(failed[:3]) + (f"; and {len(failed) - 3} more" if len(failed) > 3 else "")
+            job.outcome.failure = (f"gates still failing after {settings.max_regenerations} generation attempt(s) "
+                                   f"({', '.join(sorted({k for ks in job.history_kinds for k in ks}))}); last attempt: {shown}")
+    return [j.outcome for j in state]
+
+
+def _record_attempt(job: _Job, result: Any, attempt: int, client: LLMClient, prompt_hash: str,
+                    provenance: Provenance, settings: SynthesisSettings) -> None:
+    """Gate one response, log the attempt, and either freeze the checklist, fail the task, or queue a regeneration."""
+    raw = [r.response_text for r in client.store.attempts(result.key)]
+    gates: list[GateResult] = []
+    parsed: GeneratedChecklist | None = None
+    if result.ok and result.parsed is not None:
+        parsed = GeneratedChecklist.model_validate(result.parsed)
+        gates = check_items(parsed.items, job.instruction, job.tests, min_items=settings.min_items, max_items=settings.max_items)
+    accepted = parsed is not None and all(g.passed for g in gates)
+    previous = sorted({k for ks in job.history_kinds for k in ks})
+    job.outcome.attempts.append(SynthesisAttempt(
+        benchmark=job.label[0], task_id=job.label[1], attempt=attempt, request_key=result.key, prompt_hash=prompt_hash,
+        previous_rejections=previous, call_attempts=result.attempts, raw_responses=raw, parsed=result.parsed,
+        error=result.error, gate_results=gates, accepted=accepted,
+    ))
+    if accepted and parsed is not None:
+        job.outcome.items = [
+            ChecklistItem(item_id=f"i{i:02d}", text=it.text, quote=it.quote, route=it.route,
+                          test_refs=[resolve_test_ref(r, job.tests) or r for r in it.test_refs], category=it.category)
+            for i, it in enumerate(parsed.items, 1)
+        ]
+        job.outcome.provenance = provenance.model_copy(update={"request_key": result.key})
+        job.done = True
+    elif parsed is None:
+        job.outcome.failure = f"no valid response after {result.attempts} call attempt(s): {result.error}"
+        job.done = True
+    else:
+        job.history.append(gates)
+        job.history_kinds.append(failed_gate_kinds(gates, len(parsed.items), settings.min_items))

@@ -8,17 +8,18 @@ from typing import Any
 from gcpc.corpus.models import Task
 from gcpc.io import read_models, write_jsonl
 from gcpc.llm import llm_session, request_identity
-from gcpc.synthesis.generate import SynthesisSettings, synthesize_checklist
+from gcpc.synthesis.generate import SynthesisSettings, synthesize_checklists
 from gcpc.synthesis.models import Checklist, Provenance
 
 
 def synthesize_all(tasks: list[Task], llm_cfg: dict[str, Any], settings: SynthesisSettings, out_dir: Path, *, progress: bool = True) -> list[Checklist]:
     out_dir.mkdir(parents=True, exist_ok=True)
     checklists, attempts = [], []
+    ordered = sorted(tasks, key=lambda t: (t.benchmark, t.task_id))
     with llm_session(llm_cfg, out_dir / "llm_calls.jsonl", progress=progress) as client:
-        for task in sorted(tasks, key=lambda t: (t.benchmark, t.task_id)):
-            outcome = synthesize_checklist(task.instruction, task.tests, client=client, llm_cfg=llm_cfg,
-                                           settings=settings, label=(task.benchmark, task.task_id))
+        outcomes = synthesize_checklists([(t.instruction, t.tests, (t.benchmark, t.task_id)) for t in ordered],
+                                         client=client, llm_cfg=llm_cfg, settings=settings)
+        for task, outcome in zip(ordered, outcomes, strict=True):
             attempts.extend(outcome.attempts)
             provider, model = request_identity(llm_cfg)
             checklists.append(Checklist(

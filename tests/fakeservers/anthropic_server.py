@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import time
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
@@ -61,16 +60,9 @@ class FakeAnthropic(FakeLLMServer):
         self.log_request(f"{method} {path}", body, handler.headers)
         if method == "POST" and path == "/v1/messages":
             self.count_route("messages")
-            self.enter()
-            try:
-                fault = self.take_fault()
-                if self.apply_fault(handler, fault, self.error_body):
-                    return
-                if self.latency_s:
-                    time.sleep(self.latency_s)
-                message = self.message_for(body, fault.text if fault is not None and fault.kind == "content" else None)
-            finally:
-                self.leave()
+            message = self.model_call(handler, lambda text: self.message_for(body, text))
+            if message is None:
+                return
             self.send_json(handler, 200, message, {"request-id": "req_" + message["id"][4:]})
             return
         if method == "POST" and path == "/v1/messages/batches":

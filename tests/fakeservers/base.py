@@ -239,6 +239,20 @@ class FakeLLMServer:
             return True
         return False  # "content" faults are applied by the subclass when building the answer
 
+    def model_call(self, handler: BaseHTTPRequestHandler, build: Callable[[str | None], Any]) -> Any | None:
+        """One synchronous model call: in-flight tracking, an injected fault or the artificial latency,
+        then `build(content_override)`. None when a fault response was already sent."""
+        self.enter()
+        try:
+            fault = self.take_fault()
+            if self.apply_fault(handler, fault, self.error_body):
+                return None
+            if self.latency_s:
+                time.sleep(self.latency_s)
+            return build(fault.text if fault is not None and fault.kind == "content" else None)
+        finally:
+            self.leave()
+
     def dispatch(self, handler: BaseHTTPRequestHandler, method: str, raw: bytes) -> None:  # pragma: no cover
         raise NotImplementedError
 

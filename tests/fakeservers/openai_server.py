@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import time
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
@@ -76,16 +75,9 @@ class FakeOpenAI(FakeLLMServer):
         self.log_request(f"{method} {path}", body, handler.headers)
         if method == "POST" and path == "/v1/chat/completions":
             self.count_route("chat")
-            self.enter()
-            try:
-                fault = self.take_fault()
-                if self.apply_fault(handler, fault, self.error_body):
-                    return
-                if self.latency_s:
-                    time.sleep(self.latency_s)
-                completion = self.completion_for(body, fault.text if fault is not None and fault.kind == "content" else None)
-            finally:
-                self.leave()
+            completion = self.model_call(handler, lambda text: self.completion_for(body, text))
+            if completion is None:
+                return
             self.send_json(handler, 200, completion, {"x-request-id": "req_" + completion["id"][9:]})
             return
         if method == "POST" and path == "/v1/files":

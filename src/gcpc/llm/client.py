@@ -159,6 +159,21 @@ class LLMClient:
             return self._record(request, key, attempt, None, str(exc), output_type, check)
         return self._record(request, key, attempt, raw, None, output_type, check)
 
+    def _settle(self, key: str, request: LLMRequest, record: CallRecord) -> CallResult | None:
+        """Log one attempt; the result when it succeeded, None when the output was invalid (retry),
+        and stop the stage on a transport failure (a re-run resumes here)."""
+        self.store.append(record)
+        if record.ok:
+            return CallResult(key=key, ok=True, parsed=record.parsed, attempts=record.attempt)
+        if record.error and record.error.startswith("provider error"):
+            raise self._stop(key, request, record)
+        return None
+
+    def _failed(self, key: str, attempt: int) -> CallResult:
+        """A failed unit: the last recorded error, never a coerced verdict."""
+        attempts = self.store.attempts(key)
+        return CallResult(key=key, ok=False, parsed=None, attempts=attempt, error=attempts[-1].error if attempts else None)
+
     @staticmethod
     def _stop(key: str, request: LLMRequest, record: CallRecord) -> ProviderError:
         # Transport failures are logged, then stop the stage: a re-run resumes here.
@@ -173,18 +188,14 @@ class LLMClient:
         done = self.store.finished(key)
         if done is not None:
             return CallResult(key=key, ok=True, parsed=done.parsed, attempts=done.attempt, cached=True)
-        attempt, invalid, last_error = self._history(key)
+        attempt, invalid, _ = self._history(key)
         while invalid < self.max_attempts:
             attempt += 1
-            record = self._attempt(request, output_type, check, attempt)
-            self.store.append(record)
-            if record.ok:
-                return CallResult(key=key, ok=True, parsed=record.parsed, attempts=attempt)
-            if record.error and record.error.startswith("provider error"):
-                raise self._stop(key, request, record)
+            done = self._settle(key, request, self._attempt(request, output_type, check, attempt))
+            if done is not None:
+                return done
             invalid += 1
-            last_error = record.error
-        return CallResult(key=key, ok=False, parsed=None, attempts=attempt, error=last_error)
+        return self._failed(key, attempt)
 
     # ---- many -------------------------------------------------------------------------------
     def run(
@@ -224,18 +235,14 @@ class LLMClient:
 
     # ---- concurrent -------------------------------------------------------------------------
     async def _aone(self, key: str, request: LLMRequest, output_type: type[BaseModel], check: Check | None) -> CallResult:
-        attempt, invalid, last_error = self._history(key)
+        attempt, invalid, _ = self._history(key)
         while invalid < self.max_attempts:
             attempt += 1
-            record = await self._aattempt(request, key, output_type, check, attempt)
-            self.store.append(record)
-            if record.ok:
-                return CallResult(key=key, ok=True, parsed=record.parsed, attempts=attempt)
-            if record.error and record.error.startswith("provider error"):
-                raise self._stop(key, request, record)
+            done = self._settle(key, request, await self._aattempt(request, key, output_type, check, attempt))
+            if done is not None:
+                return done
             invalid += 1
-            last_error = record.error
-        return CallResult(key=key, ok=False, parsed=None, attempts=attempt, error=last_error)
+        return self._failed(key, attempt)
 
     async def _run_concurrent(self, pending: dict[str, LLMRequest], output_type: type[BaseModel], check: Check | None,
                               bar: tqdm) -> dict[str, CallResult]:

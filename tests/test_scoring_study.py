@@ -26,9 +26,11 @@ def test_select_keeps_the_harness_and_runs_with_agent_steps_and_lists_the_rest()
     assert agent_steps(traj("x", calls=3)) == 3
 
 
-def test_metadata_audit_reads_the_rendered_log():
-    audit = metadata_in_log([traj("a", launch="mini -m anthropic/claude-x -t 'task'"), traj("b")], max_chars=4000)
-    assert audit == {"n": 2, "harness_in_log": 0, "model_in_log": 1}
+def test_metadata_audit_reads_the_log_as_judges_see_it():
+    leaky = traj("a", launch="mini -m anthropic/claude-x -t 'task'")
+    assert "anthropic/claude-x" in leaky.events[0].text  # the raw log names the model...
+    audit = metadata_in_log([leaky, traj("b")], max_chars=4000)
+    assert audit == {"n": 2, "harness_in_log": 0, "model_in_log": 0}  # ...the judge-visible log does not
 
 
 def test_auc_table_per_arm_on_own_and_common_trajectories():

@@ -72,10 +72,13 @@ def select(result: Any, *, harness: str | None, min_agent_steps: int) -> Any:
 
 
 def metadata_in_log(trajectories: list[Trajectory], max_chars: int) -> dict[str, int]:
-    """How many judge-visible logs contain the run's own harness or model string in their text."""
+    """How many judge-visible logs (after run-metadata redaction, as every arm sees them) still contain
+    the run's own harness or model string."""
+    from gcpc.judging.spec import redact_run_metadata
+
     out = {"n": len(trajectories), "harness_in_log": 0, "model_in_log": 0}
     for t in trajectories:
-        text = render_log(t.events, max_chars=max_chars).lower()
+        text = render_log(redact_run_metadata(t).events, max_chars=max_chars).lower()
         out["harness_in_log"] += bool(t.harness and t.harness != "unknown" and t.harness.lower() in text)
         out["model_in_log"] += bool(t.model and t.model != "unknown" and t.model.lower() in text)
     return out

@@ -26,7 +26,7 @@ from gcpc.synthesis.stage import synthesize_all
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "data" / "demo"
-ALL_ARMS = ("gcpc", "gcpc_nogate", "generic", "tick", "tick_adapted", "holistic")
+ALL_ARMS = ("gcpc", "gcpc_gate", "generic", "tick", "tick_adapted", "holistic")
 
 
 def composed_arms(choice: str = "all") -> dict:
@@ -118,7 +118,7 @@ def test_every_arm_scores_every_trajectory(built):
         if arm != "holistic":
             assert binary["gcpc_outcome"].notna().all() and binary["gcpc_per_test"].notna().all(), arm
     kinds = metrics.groupby("arm")["arm_kind"].first().to_dict()
-    assert kinds == {"gcpc": "checklist", "gcpc_nogate": "checklist", "generic": "generic", "tick": "tick",
+    assert kinds == {"gcpc": "checklist", "gcpc_gate": "checklist", "generic": "generic", "tick": "tick",
                      "tick_adapted": "tick", "holistic": "holistic"}
 
 
@@ -143,7 +143,7 @@ def test_tick_judges_each_question_in_its_own_call(built):
 
 def test_idle_trajectory_has_plain_zero_or_zero_evidence(built, roles):
     traj = _traj(built, roles["idle"])
-    for arm in ("gcpc", "gcpc_nogate"):
+    for arm in ("gcpc", "gcpc_gate"):
         row = built["metrics"].query("trajectory_id == @traj.trajectory_id and arm == @arm").iloc[0]
         assert bool(row["zero_evidence"]) or row["gcpc_plain"] == 0.0, arm
     # the baselines give an idle run nothing either: no Yes anywhere, holistic 0

@@ -132,7 +132,7 @@ def run_arm(arm: ArmSpec, trajectories: list[Trajectory], store: Path, provider=
 
 def test_every_configured_arm_has_a_registered_kind_and_its_prompts():
     arms = single_arm_configs()
-    assert {"gcpc", "gcpc_nogate", "generic", "tick", "tick_adapted", "holistic"} <= set(arms)
+    assert {"gcpc", "gcpc_gate", "generic", "tick", "tick_adapted", "holistic"} <= set(arms)
     for name, cfg in arms.items():
         spec = arm_spec(params_with(arms), name)
         assert spec.kind in ARM_KINDS, name

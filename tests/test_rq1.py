@@ -66,20 +66,36 @@ def test_rq1_auc_matches_sklearn_on_filtered_data():
     kept = m[m["outcome"].isin(["PASS", "FAIL"])]
     assert res["n_excluded_other"] == m.drop_duplicates("trajectory_id")["outcome"].eq("other").sum() > 0
     for arm in ("gcpc", "baseline"):
-        sub = kept[kept["arm"] == arm]
+        arm_rows = kept[kept["arm"] == arm]
+        # paper §4: zero-evidence trajectories are excluded from every score's analysis by default,
+        # the outcome-using score included (it is defined for them), so all scores share one sample
+        sub = arm_rows[~arm_rows["zero_evidence"]]
         y = sub["outcome"].eq("PASS")
         for score in ("gcpc_plain", "gcpc_outcome"):
             e = res["arms"][arm][score]
-            x = sub[score].fillna(0.0)
-            assert e["auc"] == pytest.approx(roc_auc_score(y, x), abs=1e-12)
+            assert e["auc"] == pytest.approx(roc_auc_score(y, sub[score]), abs=1e-12)
             assert e["n"] == len(sub) and e["n_pass"] == y.sum() and e["n_fail"] == (~y).sum()
             assert e["n_tasks"] == sub["task_id"].nunique()
             assert e["ci_low"] <= e["auc"] <= e["ci_high"]
-        assert res["arms"][arm]["gcpc_plain"]["n_zero_evidence"] == sub["zero_evidence"].sum() > 0
-        assert res["arms"][arm]["gcpc_plain"]["n_filled"] == sub["gcpc_plain"].isna().sum()
+            assert e["n_zero_evidence"] == e["n_dropped"] == arm_rows["zero_evidence"].sum() > 0
+            assert e["n_filled"] == 0
         for cond, e in res["by_condition"][arm]["gcpc_plain"].items():
             cs = sub[sub["condition"] == cond]
-            assert e["auc"] == pytest.approx(roc_auc_score(cs["outcome"].eq("PASS"), cs["gcpc_plain"].fillna(0.0)))
+            assert e["auc"] == pytest.approx(roc_auc_score(cs["outcome"].eq("PASS"), cs["gcpc_plain"]))
+    listed = {(r["trajectory_id"], r["arm"]) for r in res["zero_evidence_excluded"]}
+    assert listed == set(zip(kept.loc[kept["zero_evidence"], "trajectory_id"], kept.loc[kept["zero_evidence"], "arm"]))
+    assert all(r["reason"] for r in res["zero_evidence_excluded"])
+
+
+def test_rq1_zero_evidence_scored_variant_fills_plain_only():
+    """The named variant `zero_evidence_score: 0.0` scores undefined plain GCPC 0 and keeps every row."""
+    m = make_metrics(seed=6)
+    kept = m[m["outcome"].isin(["PASS", "FAIL"]) & (m["arm"] == "gcpc")]
+    res = rq1(m, {**FAST, "zero_evidence_score": 0.0})
+    e = res["arms"]["gcpc"]["gcpc_plain"]
+    assert e["n"] == len(kept) and e["n_filled"] == kept["gcpc_plain"].isna().sum() > 0
+    assert e["auc"] == pytest.approx(roc_auc_score(kept["outcome"].eq("PASS"), kept["gcpc_plain"].fillna(0.0)))
+    assert res["zero_evidence_excluded"] == []
 
 
 def test_rq1_zero_evidence_fill_and_drop():

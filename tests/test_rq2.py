@@ -113,7 +113,7 @@ def test_resolver_ids_paths_and_suffixes():
 def test_rq2_statistics_against_references(tmp_path):
     m = _metrics()
     ann = read_annotations(_annotations(tmp_path))
-    res = rq2(m, ann, FAST)
+    res = rq2(m, ann, {**FAST, "zero_evidence_score": 0.0})  # the named variant; default exclusion tested below
     assert res["available"] and res["annotations"]["illustrative"]
     by = {x["method"]: x for x in res["methods"]}
     plain = by["gcpc · gcpc_plain"]

@@ -104,11 +104,11 @@ def test_rq3_deltas_by_transition_and_noise_floor():
     meta = _meta(rows)
     m = _metrics_for(meta)
     m.loc[0, "gcpc_plain"] = np.nan
-    m.loc[0, "zero_evidence"] = True  # zero-evidence: scored 0.0 as in RQ1
+    m.loc[0, "zero_evidence"] = True  # zero-evidence: scored 0.0 in the named variant
     scores = pd.DataFrame([{"trajectory_id": tid, "task_id": "t", "role": "repeat", "pass": p, "status": "ok",
                             "gcpc_plain": v + (0.2 if (p == 2 and i % 3 == 0) else 0.0), "gcpc_outcome": v, "zero_evidence": False}
                            for i, (tid, v) in enumerate(zip(m["trajectory_id"], m["gcpc_outcome"], strict=True)) for p in (1, 2)])
-    res = rq3(m, meta, {"rq3": CFG, "bootstrap": {"n_resamples": 10}}, rejudge_scores=scores,
+    res = rq3(m, meta, {"rq3": CFG, "bootstrap": {"n_resamples": 10}, "zero_evidence_score": 0.0}, rejudge_scores=scores,
               rejudge_summary={"arm": "gcpc", "primary_judge": "x/y", "deterministic_primary": False})
     assert res["pairing"]["n_pairs"] == 12 and res["transition_counts"] == {t: 3 for t in TRANSITIONS}
     vals = m.set_index("trajectory_id")["gcpc_plain"].fillna(0.0)
@@ -121,7 +121,13 @@ def test_rq3_deltas_by_transition_and_noise_floor():
     assert nf["n"] == 24 and nf["share_above"] == pytest.approx(8 / 24) and nf["share_below"] == 0.0
     assert res["noise_floor"]["scores"]["gcpc_outcome"]["abs_p95"] == 0.0
     md = table_markdown(res)
-    assert "FAIL→PASS" in md and "retest (gcpc)" in md and "(automatic pairing" in md
+    assert "FAIL→PASS" in md and "retest noise floor (gcpc)" in md and "(automatic pairing" in md
+    assert nf["mean_abs"] == pytest.approx(8 * 0.2 / 24)  # the paper's noise floor: mean |Δ| between passes
+    # default (paper §4): the pair with the zero-evidence side is excluded and counted
+    res0 = rq3(m, meta, {"rq3": CFG, "bootstrap": {"n_resamples": 10}}, rejudge_scores=scores,
+               rejudge_summary={"arm": "gcpc", "primary_judge": "x/y", "deterministic_primary": False})
+    e0 = res0["arms"]["gcpc"]["gcpc_plain"]
+    assert e0["all"]["n"] == 11 and e0["all"]["n_excluded"] == 1 and e0["n_unscored_pairs"] == 1
     assert table_latex(res).count(r"\\") >= 10
 
 

@@ -80,7 +80,8 @@ def test_rq4_panels(tmp_path):
     controls = {"judge": "heuristic/h", "scope": "all_events", "idle_outcome": "FAIL", "arms": {"gcpc": {
         "evidence_replacement": {"n": 10, "share_no": 0.3, "share_no_or_abstain": 0.5, "n_skipped": 1},
         "idle": {"n_ok": 6, "n_zero_evidence": 6, "n_with_yes": 0, "mean_plain": None, "mean_outcome": 0.0, "max_outcome": 0.0}}}}
-    res = rq4(metrics, labels, rq1_result, FAST, scoring={}, controls=controls,
+    # the named variant: zero-evidence scored 0 (the default exclusion is tested below)
+    res = rq4(metrics, labels, rq1_result, {**FAST, "zero_evidence_score": 0.0}, scoring={}, controls=controls,
               schema=schema_falsification([tmp_path / "missing.json", audit]))
     cells = res["panel_b"]["gcpc"]
     assert len(cells) == 4
@@ -170,3 +171,32 @@ def test_schema_falsification_reads_the_audit_stage_coverage(tmp_path):
     assert "invalid JSON" in schema_falsification([tmp_path / "broken.json"])["reason"]
     (tmp_path / "other.json").write_text(json.dumps({"x": 1}))
     assert "no 'schemes'" in schema_falsification([tmp_path / "other.json"])["reason"]
+
+
+def test_rq4_panel_b_excludes_zero_evidence_in_every_cell_by_default():
+    metrics, labels = _tables(seed=1)
+    rq1_result = {"arms": {}}
+    res = rq4(metrics, labels, rq1_result, FAST, scoring={})
+    ze = set(metrics.loc[metrics["zero_evidence"].astype(bool), "trajectory_id"])
+    assert len(ze) == 1
+    kept = metrics[~metrics["trajectory_id"].isin(ze)]
+    for name, cell in res["panel_b"]["gcpc"].items():
+        # the outcome step gives the all-Abstain log a defined score, yet it stays out of every cell
+        assert cell["n"] == len(kept) and cell["n_undefined"] == 1, name
+    on = res["panel_b"]["gcpc"]["endpoint on · propagation on"]
+    y = kept.outcome.eq("PASS")
+    assert on["separation"] == pytest.approx(kept.loc[y, "gcpc_outcome"].mean() - kept.loc[~y, "gcpc_outcome"].mean())
+
+
+def test_real_idle_floor_reads_action_free_logs_on_plain_gcpc():
+    metrics, labels = _tables(seed=1)
+    metrics = metrics.assign(n_tool_calls=[0 if i < 3 else 5 for i in range(len(metrics))])
+    res = rq4(metrics, labels, {"arms": {}}, FAST, scoring={})
+    real = res["panel_c"]["real_idle"]
+    idle = metrics.iloc[:3]
+    e = real["arms"]["gcpc"]
+    assert real["available"] and e["n"] == 3
+    decided = idle.loc[~idle["zero_evidence"].astype(bool), "gcpc_plain"].dropna()
+    assert e["n_decided"] == len(decided) and e["mean_plain"] == pytest.approx(decided.mean())
+    assert e["n_with_credit"] == int((decided > 0).sum())
+    assert "real action-free logs (plain GCPC)" in table_markdown(res)

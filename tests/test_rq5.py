@@ -77,7 +77,12 @@ def test_same_task_pairs_and_sign_test_by_hand():
                       "value": [0.9, 0.5, 0.5, 0.2]})
     pairs = same_task_pairs(v)
     assert sorted(pairs["delta"].round(6).tolist()) == [0.0, 0.3, 0.4, 0.7]
-    diag = pair_diagnosis(_metrics(), {**resolve_analysis(CFG), "scores": ["gcpc_plain"]})
+    one = same_task_pairs(v, per_task=1, seed=0)
+    assert len(one) == 1 and one["pass_id"].iloc[0] in {"a", "b"} and one["fail_id"].iloc[0] in {"c", "d"}
+    assert one.equals(same_task_pairs(v, per_task=1, seed=0))  # seeded: the same pair every run
+    # every PASS x FAIL pair: the variant pairs_per_task null
+    all_cfg = resolve_analysis({**CFG, "rq5": {**(CFG.get("rq5") or {}), "pairs_per_task": None}})
+    diag = pair_diagnosis(_metrics(), {**all_cfg, "scores": ["gcpc_plain"]})
     tb = diag["benchmarks"]["terminal-bench-2"]
     assert tb["terminal_bench"] and not diag["benchmarks"]["skillsbench"]["terminal_bench"] and diag["n_terminal_bench"] == 1
     e = tb["arms"]["gcpc"]["gcpc_plain"]
@@ -99,3 +104,19 @@ def test_unavailable_inputs_are_reported(tmp_path, monkeypatch):
     md = table_markdown(res)
     assert "run the rejudge stage" in md and "pair diagnosis" in md
     assert table_latex(res).strip().endswith(r"\end{tabular}")
+
+
+def test_pair_diagnosis_default_is_one_decidable_pair_per_task():
+    """Paper §4.4: one PASS/FAIL pair per task, from decidable trajectories only."""
+    m = _metrics()
+    cfg = {**resolve_analysis(CFG), "scores": ["gcpc_plain"]}
+    e = pair_diagnosis(m, cfg)["benchmarks"]["terminal-bench-2"]["arms"]["gcpc"]["gcpc_plain"]
+    assert e["pairs_per_task"] == 1 and e["n"] == e["n_tasks"] == 3 and e["n_tasks_undecidable"] == 0
+    # make every FAIL trajectory of one task zero-evidence: that task has no decidable pair any more
+    tb = m[(m["benchmark"] == "terminal-bench-2") & (m["arm"] == "gcpc")]
+    task = sorted(tb["task_id"].unique())[0]
+    sel = (m["benchmark"] == "terminal-bench-2") & (m["task_id"] == task) & (m["outcome"] == "FAIL")
+    m.loc[sel, "zero_evidence"] = True
+    m.loc[sel, "gcpc_plain"] = np.nan
+    e = pair_diagnosis(m, cfg)["benchmarks"]["terminal-bench-2"]["arms"]["gcpc"]["gcpc_plain"]
+    assert e["n"] == e["n_tasks"] == 2 and e["n_tasks_undecidable"] == 1

@@ -30,10 +30,11 @@ INGEST_EXCLUSIONS = INGEST / "exclusions.jsonl"
 DEFAULTS: dict[str, Any] = {
     "scores": ["gcpc_plain", "gcpc_outcome"],
     "extra_scores": ["gcpc_per_test"],
-    "zero_evidence_score": 0.0,
+    "zero_evidence_score": None,
     "bootstrap": {"n_resamples": 2000, "seed": 0, "ci": 0.95},
     "primary_arm": "gcpc",
-    "reference_arm": "holistic",
+    "headline_score": "gcpc_plain",
+    "reference_arms": ["holistic", "generic", "tick", "tick_adapted"],
     "reference_score": "gcpc_plain",
     "default_variants": ["", "default", "none", "official", "standard"],
     "rq2": {"annotations": "annotations/annotations.jsonl"},
@@ -45,11 +46,12 @@ DEFAULTS: dict[str, Any] = {
     },
     "rq4": {"schema_audit": ["data/processed/audit/coverage.json", "data/processed/transfer/transfer.json"],
             "schema_audit_table": ["data/processed/audit/coverage.md", "figures/category_audit.md"]},
-    "rq5": {"tb_benchmark_prefix": "terminal-bench",
+    "rq5": {"tb_benchmark_prefix": "terminal-bench", "pairs_per_task": 1, "pair_seed": 0,
             "transfer_table": ["figures/table4_transfer.md"]},
     "rejudge": {
         "arm": "gcpc",
         "passes": 3,
+        "sample": {"size": 116, "rule": "stratified", "seed": 0},
         "swap_judge": {"provider": "heuristic", "model": "gcpc-heuristic-v1", "temperature": 0.0,
                        "max_tokens": 4096, "seed": 0, "max_attempts": 3},
     },
@@ -95,6 +97,46 @@ def active_scores(metrics: pd.DataFrame, cfg: dict[str, Any]) -> list[str]:
         if s not in out and s in metrics.columns and metrics[s].notna().any():
             out.append(str(s))
     return out
+
+
+OUTCOME_USING_SCORES = ("gcpc_outcome", "gcpc_per_test")
+"""Scores that read the official outcome or verifier results (§4.1): never differenced against an outcome-blind arm."""
+
+
+def outcome_free_values(frame: pd.DataFrame, score: str, zero_evidence_score: float | None) -> pd.Series:
+    """Column ``score`` as every analysis uses it, with the paper's zero-evidence rule applied.
+
+    Paper §4: trajectories whose criteria all receive Abstain are excluded. With
+    ``zero_evidence_score`` None (the default) every zero-evidence row becomes NaN, whatever the arm
+    (for arms that cannot abstain, finalize marks an action-free log zero-evidence), so callers that
+    drop NaN exclude it. The named variant ``zero_evidence_score: 0.0`` instead scores an undefined
+    zero-evidence score as that value.
+    """
+    vals = frame[score].astype(float)
+    # a table without the flag (older or hand-made): an undefined score is what zero evidence leaves
+    ze = frame["zero_evidence"].fillna(False).astype(bool) if "zero_evidence" in frame else vals.isna()
+    if zero_evidence_score is None:
+        return vals.where(~ze)
+    return vals.where(~(vals.isna() & ze), float(zero_evidence_score))
+
+
+def zero_evidence_list(metrics: pd.DataFrame) -> list[dict[str, str]]:
+    """Every (trajectory, arm) marked zero-evidence, with its reason, for the exclusion lists of each analysis."""
+    if "zero_evidence" not in metrics or not len(metrics):
+        return []
+    ze = metrics[metrics["zero_evidence"].fillna(False).astype(bool)]
+    reason_col = ze["zero_evidence_reason"] if "zero_evidence_reason" in ze else pd.Series("zero evidence", index=ze.index)
+    return [{"trajectory_id": str(t), "arm": str(a), "reason": str(r)}
+            for t, a, r in sorted(zip(ze["trajectory_id"], ze["arm"], reason_col.fillna("zero evidence"), strict=True))]
+
+
+def zero_evidence_text(zero_evidence_score: float | None) -> str:
+    """How a table's note states the zero-evidence rule it used."""
+    if zero_evidence_score is None:
+        return ("Zero-evidence trajectories (every item Abstain; for arms that cannot abstain, a log with no tool output "
+                "or file content) are excluded, as in the paper (§4)")
+    return (f"Variant `zero_evidence_score: {zero_evidence_score:g}` (not the paper's setting): zero-evidence trajectories "
+            f"are scored {zero_evidence_score:g} instead of excluded")
 
 
 def resolve_data_path(params: dict[str, Any], rel: str | None) -> Path | None:

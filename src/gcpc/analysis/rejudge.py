@@ -1,5 +1,7 @@
 """`python -m gcpc.analysis.rejudge`: repeated judging and the judge swap (inputs of RQ3's noise floor and RQ5).
 
+* **Directed sample.** Both run on `analysis.rejudge.sample` (size and selection rule, paper §4.5:
+  116 trajectories), not the whole corpus; see `select_sample`.
 * **Repeated passes.** The judge stage's run of `analysis.rejudge.arm` is pass 1. Passes 2..n send
   exactly the same requests (same judge config, prompt, checklist and log) again. Each pass has its
   own call store (`llm_calls_pass<k>.jsonl`), so a repeated pass is answered by the provider, never
@@ -89,6 +91,47 @@ def score_judgments(judgments: list[Judgment], trajectories: dict[str, Trajector
     return scores, labels
 
 
+SAMPLE_RULES = ("stratified", "first", "all")
+
+
+def select_sample(first: list[Judgment], by_id: dict[str, Trajectory], sample: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
+    """The directed reliability sample (paper §4.5: 116 trajectories), from the pass-1 judgments that succeeded.
+
+    Rules: `stratified` (default) visits the (task, outcome) cells in a seeded order and takes one
+    trajectory from each in turn, so every task and both outcomes are covered before any cell gets a
+    second; `first` takes the first `size` trajectory ids; `all` takes every one (size ignored).
+    Returns (sorted ids, a description of the selection recorded in summary.json).
+    """
+    import random
+
+    rule = str(sample.get("rule", "stratified"))
+    if rule not in SAMPLE_RULES:
+        raise ValueError(f"params.yaml: analysis.rejudge.sample.rule must be one of {', '.join(SAMPLE_RULES)}, got {rule!r}")
+    size = sample.get("size")
+    ok = sorted(j.trajectory_id for j in first if j.status == "ok" and j.trajectory_id in by_id)
+    if rule == "all" or size is None or int(size) >= len(ok):
+        chosen = ok
+    elif rule == "first":
+        chosen = ok[: int(size)]
+    else:
+        rng = random.Random(int(sample.get("seed", 0)))
+        cells: dict[tuple[str, str, str], list[str]] = {}
+        for tid in ok:
+            t = by_id[tid]
+            cells.setdefault((t.benchmark, t.task_id, t.outcome.status), []).append(tid)
+        order = sorted(cells)
+        rng.shuffle(order)
+        queues = {k: rng.sample(v, len(v)) for k, v in sorted(cells.items())}
+        chosen = []
+        while len(chosen) < int(size):
+            for k in order:
+                if queues[k] and len(chosen) < int(size):
+                    chosen.append(queues[k].pop())
+    chosen = sorted(chosen)
+    return chosen, {"rule": rule, "size": None if size is None else int(size), "seed": int(sample.get("seed", 0)),
+                    "n_eligible": len(ok), "n_selected": len(chosen)}
+
+
 def rejudge(params: dict[str, Any], ingest_dir: Path, synth_dir: Path, judge_root: Path, out_dir: Path, *,
             progress: bool = True) -> dict[str, Any]:
     cfg = resolve_analysis(params.get("analysis"))["rejudge"]
@@ -101,6 +144,10 @@ def rejudge(params: dict[str, Any], ingest_dir: Path, synth_dir: Path, judge_roo
     if not first_path.exists():
         raise FileNotFoundError(f"{first_path}: judgments of arm '{arm_name}' (pass 1) are missing (run the judge stage)")
     first = read_models(first_path, Judgment)
+    sample_ids, sample_info = select_sample(first, by_id, dict(cfg.get("sample") or {}))
+    keep = set(sample_ids)
+    first = [j for j in first if j.trajectory_id in keep]
+    trajectories = [t for t in trajectories if t.trajectory_id in keep]
     out_dir.mkdir(parents=True, exist_ok=True)
 
     passes: list[tuple[str, int, list[Judgment]]] = [("repeat", 1, first)]
@@ -157,6 +204,7 @@ def rejudge(params: dict[str, Any], ingest_dir: Path, synth_dir: Path, judge_roo
         "swap_judge": ident(swap),
         "swap_source": swap_source,
         "n_trajectories": len(first),
+        "sample": sample_info,
         "n_ok": {f"{role}:{k}": sum(j.status == "ok" for j in js) for role, k, js in passes},
         "deterministic_primary": all(j.provider in deterministic for j in first),
         "deterministic_swap_identical": ident(first) == ident(swap) and all(j.provider in deterministic for j in swap),

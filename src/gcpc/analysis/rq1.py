@@ -15,7 +15,19 @@ import numpy as np
 import pandas as pd
 from sklearn.metrics import roc_curve
 
-from gcpc.analysis.common import DEFAULTS, active_scores, fmt, fmt_ci, latex_table, markdown_table, with_method_arm
+from gcpc.analysis.common import (
+    DEFAULTS,
+    OUTCOME_USING_SCORES,
+    active_scores,
+    fmt,
+    fmt_ci,
+    latex_table,
+    markdown_table,
+    outcome_free_values,
+    with_method_arm,
+    zero_evidence_list,
+    zero_evidence_text,
+)
 from gcpc.analysis.stats import (
     BootstrapResult,
     clustered_auc_bootstrap,
@@ -36,7 +48,7 @@ def resolve_config(cfg: dict[str, Any] | None) -> dict[str, Any]:
     scores = cfg.get("scores") or list(DEFAULT_SCORES)
     if isinstance(scores, str):
         scores = [scores]
-    zes = cfg.get("zero_evidence_score", 0.0)
+    zes = cfg.get("zero_evidence_score")
     resolved = {
         "scores": [str(s) for s in scores],
         "bootstrap": {
@@ -49,14 +61,29 @@ def resolve_config(cfg: dict[str, Any] | None) -> dict[str, Any]:
         "extra_scores": [str(s) for s in (cfg.get("extra_scores") if cfg.get("extra_scores") is not None
                                           else DEFAULTS["extra_scores"])],
         "primary_arm": str(cfg.get("primary_arm") or DEFAULTS["primary_arm"]),
-        "reference_arm": str(cfg.get("reference_arm") or DEFAULTS["reference_arm"]),
+        "headline_score": str(cfg.get("headline_score") or DEFAULTS["headline_score"]),
+        "reference_arms": _reference_arms(cfg),
         "reference_score": str(cfg.get("reference_score") or DEFAULTS["reference_score"]),
         "default_variants": [str(v) for v in (cfg.get("default_variants") if cfg.get("default_variants") is not None
                                                else DEFAULTS["default_variants"])],
     }
+    for key in ("headline_score", "reference_score"):
+        if resolved[key] in OUTCOME_USING_SCORES:
+            raise ValueError(f"params.yaml: analysis.{key} = {resolved[key]!r} uses the official outcome; the headline "
+                             "compares arms on equal information (§4.1), so it must be an outcome-blind score such as gcpc_plain")
     if resolved["zero_evidence_score"] is not None and not math.isfinite(resolved["zero_evidence_score"]):
         raise ValueError("analysis.zero_evidence_score must be a finite number or null")
     return resolved
+
+
+def _reference_arms(cfg: dict[str, Any]) -> list[str]:
+    """The equal-information reference arms, headline first. `reference_arm` (one name, older params) goes first."""
+    arms = cfg.get("reference_arms")
+    arms = list(DEFAULTS["reference_arms"]) if arms is None else ([arms] if isinstance(arms, str) else list(arms))
+    single = cfg.get("reference_arm")
+    if single:
+        arms = [str(single)] + [a for a in arms if a != single]
+    return [str(a) for a in arms]
 
 
 def _finite(x: Any) -> float | None:
@@ -97,24 +124,23 @@ def decided(metrics: pd.DataFrame) -> pd.DataFrame:
 def score_values(rows: pd.DataFrame, score: str, zero_evidence_score: float | None) -> tuple[pd.DataFrame, dict[str, int]]:
     """Rows with column ``score`` made defined, and counts saying how.
 
-    gcpc_plain is NaN when the judge decided nothing (zero evidence). By default such a log earns
-    ``zero_evidence_score`` (0.0: no evidence, no credit); with None those rows are dropped.
+    Paper §4: zero-evidence trajectories (every item Abstain; for arms that cannot abstain, an
+    action-free log) are excluded — the default, ``zero_evidence_score`` None. The named variant
+    ``zero_evidence_score: 0.0`` scores an undefined zero-evidence score 0 instead. Rows whose score is
+    undefined for another reason are dropped either way.
     """
-    values = rows[score].astype(float)
-    undefined = values.isna()
+    raw = rows[score].astype(float)
+    values = outcome_free_values(rows, score, zero_evidence_score)
+    ze = rows["zero_evidence"].fillna(False).astype(bool)
+    keep = values.notna()
     info = {
-        "n_zero_evidence": int(rows["zero_evidence"].astype(bool).sum()),
-        "n_undefined": int(undefined.sum()),
-        "n_filled": 0,
-        "n_dropped": 0,
+        "n_zero_evidence": int(ze.sum()),
+        "n_undefined": int(raw.isna().sum()),
+        "n_filled": int((raw.isna() & values.notna()).sum()),
+        "n_dropped": int((~keep).sum()),
     }
-    out = rows.copy()
-    if zero_evidence_score is None:
-        out = out[~undefined.to_numpy()]
-        info["n_dropped"] = info["n_undefined"]
-    else:
-        out[score] = values.fillna(zero_evidence_score)
-        info["n_filled"] = info["n_undefined"]
+    out = rows[keep.to_numpy()].copy()
+    out[score] = values[keep]
     return out, info
 
 
@@ -170,42 +196,66 @@ def _not_produced(rows: pd.DataFrame, score: str) -> dict[str, Any]:
 
 
 def reference_deltas(prepared: dict[tuple[str, str], pd.DataFrame], c: dict[str, Any], arms: list[str]) -> dict[str, Any]:
-    """Paired AUC(primary arm, each score) - AUC(reference arm, reference score) on identical trajectories.
+    """The headline comparison: paired AUC(primary arm, headline score) − AUC(reference arm, reference score).
 
-    This is the paper's GCPC - Holistic comparison: both AUCs on exactly the trajectories both arms
-    scored, from the same task resamples; `share_positive` is the share of draws above zero.
+    Equal information only (§4.1): plain GCPC (log only) against each outcome-blind reference arm
+    (Holistic first, then Generic and TICK), both AUCs on exactly the trajectories both arms scored,
+    from the same task resamples; `share_positive` is the share of draws above zero. No outcome-using
+    score ever appears here (resolve_config refuses one).
     """
-    primary, ref, ref_score = c["primary_arm"], c["reference_arm"], c["reference_score"]
-    out: dict[str, Any] = {"primary_arm": primary, "reference_arm": ref, "reference_score": ref_score, "deltas": []}
-    missing = [a for a in (primary, ref) if a not in arms]
-    if missing:
-        out.update(available=False, reason=f"arm(s) {', '.join(repr(m) for m in missing)} not in the metrics table "
+    primary, score, ref_score = c["primary_arm"], c["headline_score"], c["reference_score"]
+    out: dict[str, Any] = {"primary_arm": primary, "headline_score": score, "reference_score": ref_score,
+                           "reference_arm": c["reference_arms"][0] if c["reference_arms"] else None, "deltas": [],
+                           "missing": []}
+    if primary not in arms or (primary, score) not in prepared:
+        out.update(available=False, reason=f"primary arm '{primary}' has no usable '{score}' "
                                            f"(arms present: {', '.join(arms) or 'none'})")
         return out
-    if (ref, ref_score) not in prepared:
-        out.update(available=False, reason=f"reference arm '{ref}' has no usable '{ref_score}' column")
-        return out
-    out["available"] = True
-    right = prepared[(ref, ref_score)][["trajectory_id", ref_score]].rename(columns={ref_score: "_ref"})
-    for score in c["scores"]:
-        entry: dict[str, Any] = {"score": score, "a": f"{primary}:{score}", "b": f"{ref}:{ref_score}"}
-        if (primary, score) not in prepared:
-            entry.update(n=0, delta=None, ci_low=None, ci_high=None, share_positive=None,
-                         skipped=f"arm '{primary}' produces no {score}")
+    left = prepared[(primary, score)][["trajectory_id", CLUSTER, LABEL, "condition", score]].rename(columns={score: "_a"})
+    for ref in c["reference_arms"]:
+        if ref == primary:
+            continue
+        if (ref, ref_score) not in prepared:
+            out["missing"].append({"arm": ref, "reason": f"arm '{ref}' not in the metrics table or has no usable '{ref_score}'"})
+            continue
+        right = prepared[(ref, ref_score)][["trajectory_id", ref_score]].rename(columns={ref_score: "_ref"})
+        entry: dict[str, Any] = {"score": score, "reference_arm": ref, "a": f"{primary}:{score}", "b": f"{ref}:{ref_score}",
+                                 "headline": not out["deltas"]}
+        joined = left.merge(right, on="trajectory_id", validate="one_to_one")
+        if joined.empty:
+            entry.update(n=0, delta=None, ci_low=None, ci_high=None, share_positive=None, skipped="no shared trajectories")
         else:
-            left = prepared[(primary, score)][["trajectory_id", CLUSTER, LABEL, "condition", score]]
-            joined = left.merge(right, on="trajectory_id", validate="one_to_one")
-            if joined.empty:
-                entry.update(n=0, delta=None, ci_low=None, ci_high=None, share_positive=None,
-                             skipped="no shared trajectories")
-            else:
-                entry.update(_delta_entry(joined, score, "_ref", c["bootstrap"]))
-                by_cond = {}
-                for cond in sorted(joined["condition"].astype(str).unique().tolist()):
-                    sub = joined[joined["condition"].astype(str) == cond]
-                    by_cond[cond] = _delta_entry(sub, score, "_ref", c["bootstrap"])
-                entry["by_condition"] = by_cond
+            entry.update(_delta_entry(joined, "_a", "_ref", c["bootstrap"]))
+            entry["by_condition"] = {cond: _delta_entry(joined[joined["condition"].astype(str) == cond], "_a", "_ref", c["bootstrap"])
+                                     for cond in sorted(joined["condition"].astype(str).unique().tolist())}
         out["deltas"].append(entry)
+    out["available"] = bool(out["deltas"])
+    if not out["available"]:
+        out["reason"] = "no reference arm in the metrics table: " + "; ".join(m["reason"] for m in out["missing"])
+    return out
+
+
+def perfect_agreement(rows: pd.DataFrame, zero_evidence_score: float | None) -> dict[str, Any]:
+    """Paper §4.1 check of Perfect (no item No after the official-outcome step, endpoint excluded) per arm:
+    the share of PASS trajectories that are Perfect and the share of FAIL trajectories that are not
+    (the paper's 97.6 % / 66.4 %). Perfect uses the outcome, so it is reported on its own, never
+    against an outcome-blind arm. Zero-evidence trajectories are excluded as everywhere (default)."""
+    out: dict[str, Any] = {}
+    if "perfect" not in rows:
+        return out
+    for arm in sorted(rows["arm"].unique().tolist()):
+        g = rows[(rows["arm"] == arm) & rows["perfect"].notna()]
+        if zero_evidence_score is None:
+            g = g[~g["zero_evidence"].fillna(False).astype(bool)]
+        if g.empty:
+            continue
+        perfect = g["perfect"].astype(bool)
+        is_pass = g[LABEL].astype(bool)
+        n_pass, n_fail = int(is_pass.sum()), int((~is_pass).sum())
+        out[str(arm)] = {"n_pass": n_pass, "n_fail": n_fail,
+                         "perfect_given_pass": float(perfect[is_pass].mean()) if n_pass else None,
+                         "not_perfect_given_fail": float((~perfect[~is_pass]).mean()) if n_fail else None,
+                         "agreement": float((perfect == is_pass).mean())}
     return out
 
 
@@ -245,7 +295,8 @@ def rq1(metrics: pd.DataFrame, cfg: dict[str, Any] | None = None) -> dict[str, A
     }
     result["n_fail"] = result["n_trajectories"] - result["n_pass"]
 
-    extra = [c["reference_score"]] if c["reference_score"] not in scores and c["reference_score"] in metrics.columns else []
+    extra = [s for s in dict.fromkeys((c["headline_score"], c["reference_score"]))
+             if s not in scores and s in metrics.columns]
     prepared: dict[tuple[str, str], pd.DataFrame] = {}
     for arm in arms:
         arm_rows = rows[rows["arm"] == arm]
@@ -266,7 +317,7 @@ def rq1(metrics: pd.DataFrame, cfg: dict[str, Any] | None = None) -> dict[str, A
                 by_cond[cond] = _auc_entry(vals[vals["condition"].astype(str) == cond], score, boot)
             result["by_condition"][arm][score] = by_cond
         for score in extra:
-            if arm == c["reference_arm"] and not arm_rows[score].isna().all():
+            if not arm_rows[score].isna().all():
                 prepared[(arm, score)] = score_values(arm_rows, score, zes)[0]
 
         # Within-arm deltas need both scores defined on the same rows.
@@ -297,6 +348,8 @@ def rq1(metrics: pd.DataFrame, cfg: dict[str, Any] | None = None) -> dict[str, A
             result["deltas"]["between_arms"].append(entry)
 
     result["reference"] = reference_deltas(prepared, c, arms)
+    result["perfect_agreement"] = perfect_agreement(rows, zes)
+    result["zero_evidence_excluded"] = zero_evidence_list(rows) if zes is None else []
     return _jsonable(result)
 
 
@@ -310,8 +363,10 @@ def compact_metrics(result: dict[str, Any]) -> dict[str, Any]:
         }
     ref = result.get("reference") or {}
     if ref.get("available"):
-        out["reference_delta"] = {d["score"]: {"delta": d.get("delta"), "ci_low": d.get("ci_low"), "ci_high": d.get("ci_high"),
-                                               "share_positive": d.get("share_positive")} for d in ref["deltas"]}
+        # keyed by reference arm: plain GCPC − that arm, equal information (§4.1)
+        out["reference_delta"] = {d["reference_arm"]: {"delta": d.get("delta"), "ci_low": d.get("ci_low"), "ci_high": d.get("ci_high"),
+                                                       "share_positive": d.get("share_positive")} for d in ref["deltas"]}
+    out["n_zero_evidence_excluded"] = len(result.get("zero_evidence_excluded") or [])
     out["n_trajectories"] = result["n_trajectories"]
     out["n_tasks"] = result["n_tasks"]
     out["n_excluded_other"] = result["n_excluded_other"]
@@ -351,17 +406,18 @@ def _table_rows(result: dict[str, Any]) -> tuple[list[tuple[str, ...]], int]:
 def rq1_table_markdown(result: dict[str, Any]) -> str:
     """Per arm x score AUC table for the paper draft / README."""
     rows, level = _table_rows(result)
-    header = ["Arm", "Score", "AUC", f"{level}% CI", "n (pass/fail)", "Tasks", "Zero-evidence"]
+    header = ["Arm", "Score", "AUC", f"{level}% CI", "n (pass/fail)", "Tasks", "Zero-evidence" + (" excluded" if
+                                                                                            result["config"]["zero_evidence_score"] is None else "")]
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] * 2 + ["---:"] * 5) + "|"]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
     zes = result["config"]["zero_evidence_score"]
-    how = "dropped" if zes is None else f"scored {zes:g}"
     lines.append("")
     lines.append(
         f"AUC vs official PASS; {level}% percentile CI from {result['config']['bootstrap']['n_resamples']} "
         f"task-clustered bootstrap resamples (seed {result['config']['bootstrap']['seed']}). "
-        f"Zero-evidence trajectories (undefined score) {how}; "
-        f"{result['n_excluded_other']} trajectories with outcome other than PASS/FAIL excluded."
+        f"{zero_evidence_text(zes)} (listed in rq1.json `zero_evidence_excluded`); "
+        f"{result['n_excluded_other']} trajectories with outcome other than PASS/FAIL excluded. "
+        f"Scores {', '.join(s for s in OUTCOME_USING_SCORES)} use the official outcome: compare them only with each other."
     )
     return "\n".join(lines) + "\n"
 
@@ -387,25 +443,29 @@ def rq1_table_latex(result: dict[str, Any]) -> str:
     return "\n".join(out) + "\n"
 
 
+HEADLINE_KIND = "headline: GCPC (log only) − reference"
+EQUAL_INFO_KIND = "equal information: GCPC (log only) − reference"
+
+
 def _delta_rows(result: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    """Rows of the paired table. Every row compares like with like (§4.1): the GCPC − reference rows
+    difference outcome-blind scores only; between-arm rows difference the same score, so an
+    outcome-using score only ever meets another outcome-using score. The within-arm gain of the
+    outcome step stays in rq1.json and RQ4, never in this table."""
     rows: list[tuple[str, list[str]]] = []
     ref = result.get("reference") or {}
     for d in ref.get("deltas", []) if ref.get("available") else []:
-        rows.append(("GCPC − reference (paired)", [d["a"], d["b"], fmt(d.get("delta")), fmt_ci(d.get("ci_low"), d.get("ci_high")),
-                     fmt(d.get("share_positive"), 3), str(d.get("n", 0)), str(d.get("n_tasks", "n/a"))]))
-    for d in result["deltas"]["within_arm"]:
-        rows.append(("within arm", [f"{d['arm']}:{d['a']}", f"{d['arm']}:{d['b']}", fmt(d.get("delta")),
-                     fmt_ci(d.get("ci_low"), d.get("ci_high")), fmt(d.get("share_positive"), 3), str(d.get("n", 0)),
-                     str(d.get("n_tasks", "n/a"))]))
+        rows.append((HEADLINE_KIND if d.get("headline") else EQUAL_INFO_KIND,
+                     [d["a"], d["b"], fmt(d.get("delta")), fmt_ci(d.get("ci_low"), d.get("ci_high")),
+                      fmt(d.get("share_positive"), 3), str(d.get("n", 0)), str(d.get("n_tasks", "n/a"))]))
     primary = result["config"].get("primary_arm")
     for d in result["deltas"]["between_arms"]:
         if d.get("delta") is None and str(d.get("skipped", "")).endswith("missing in one arm"):
             continue
-        if primary in {d["a"], d["b"]} or primary not in result["arms"]:
-            pass
-        else:
+        if primary in result["arms"] and primary not in {d["a"], d["b"]}:
             continue
-        rows.append(("between arms", [f"{d['a']}:{d['score']}", f"{d['b']}:{d['score']}", fmt(d.get("delta")),
+        kind = "between arms, both use the outcome" if d["score"] in OUTCOME_USING_SCORES else "between arms, log only"
+        rows.append((kind, [f"{d['a']}:{d['score']}", f"{d['b']}:{d['score']}", fmt(d.get("delta")),
                      fmt_ci(d.get("ci_low"), d.get("ci_high")), fmt(d.get("share_positive"), 3), str(d.get("n", 0)),
                      str(d.get("n_tasks", "n/a"))]))
     return rows
@@ -418,10 +478,16 @@ def _reference_note(result: dict[str, Any]) -> str:
     ref = result.get("reference") or {}
     level = int(round(100 * result["config"]["bootstrap"]["ci"]))
     base = (f"Paired ΔAUC on identical trajectories; {level}% percentile CI from "
-            f"{result['config']['bootstrap']['n_resamples']} task-clustered resamples shared by both AUCs. Between-arm rows "
-            f"involving the primary arm '{result['config'].get('primary_arm')}' are shown; rq1.json has every pair.")
+            f"{result['config']['bootstrap']['n_resamples']} task-clustered resamples shared by both AUCs. "
+            f"The headline compares arms on equal information (§4.1): plain GCPC of '{result['config'].get('primary_arm')}' "
+            f"(log only) against outcome-blind arms; scores that use the official outcome "
+            f"({', '.join(OUTCOME_USING_SCORES)}) are compared only with each other. "
+            f"{zero_evidence_text(result['config']['zero_evidence_score'])}. Between-arm rows "
+            f"involving the primary arm are shown; rq1.json has every pair and the within-arm outcome-step gains.")
     if not ref.get("available"):
-        base += f" GCPC − {ref.get('reference_arm', 'reference')}: not available ({ref.get('reason', 'no reference arm')})."
+        base += f" GCPC − reference: not available ({ref.get('reason', 'no reference arm')})."
+    for m in ref.get("missing") or []:
+        base += f" Reference arm '{m['arm']}' not compared: {m['reason']}."
     return base
 
 

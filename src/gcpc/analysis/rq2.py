@@ -20,6 +20,8 @@ import pandas as pd
 
 from gcpc.analysis.annotations import CRITERION_LABELS, PROGRESS, Annotations, TrajectoryResolver, read_annotations
 from gcpc.analysis.common import (
+    outcome_free_values,
+    zero_evidence_text,
     write_result_files,
     active_scores,
     ANALYZE,
@@ -42,6 +44,7 @@ from gcpc.analysis.common import (
 from gcpc.analysis.stats import (
     UndefinedStatistic,
     alpha_bootstrap,
+    clustered_mean_difference,
     clustered_spearman_bootstrap,
     preference_agreement,
     reliability_matrix,
@@ -65,9 +68,7 @@ def method_scores(metrics: pd.DataFrame, cfg: dict[str, Any]) -> dict[str, pd.Da
         for score in cfg["scores"]:
             if score not in rows.columns or rows[score].isna().all():
                 continue
-            vals = rows[score].astype(float)
-            if zes is not None:
-                vals = vals.where(~(vals.isna() & rows["zero_evidence"].astype(bool)), zes)
+            vals = outcome_free_values(rows, score, zes)
             out[f"{arm} · {score}"] = pd.DataFrame({"trajectory_id": rows["trajectory_id"].to_numpy(),
                                                     "task_id": rows["task_id"].to_numpy(), "value": vals.to_numpy(),
                                                     "arm": arm, "score": score})
@@ -217,6 +218,27 @@ def item_agreement(labels: pd.DataFrame | None, criteria: pd.DataFrame, arms: li
     return out
 
 
+def rating_by_outcome(means: pd.DataFrame, outcome_of: pd.Series, task_of: dict[str, str], boot: dict[str, Any]) -> dict[str, Any]:
+    """Paper §4.2 check: the mean human rating of PASS trajectories vs FAIL ones (each trajectory's mean
+    over annotators), and the difference with a task-clustered bootstrap CI. Ratings are collected
+    blind to the outcome, so a clear gap says the annotators see what the verifier sees."""
+    if means.empty:
+        return {"n_pass": 0, "n_fail": 0, "mean_pass": None, "mean_fail": None, "difference": None, "ci_low": None,
+                "ci_high": None, "skipped": "no ratings"}
+    f = means.assign(outcome=means["trajectory_id"].map(outcome_of), task_id=means["trajectory_id"].map(task_of))
+    f = f[f["outcome"].isin(["PASS", "FAIL"])]
+    y = f["outcome"].eq("PASS").to_numpy()
+    e: dict[str, Any] = {"n_pass": int(y.sum()), "n_fail": int((~y).sum()),
+                         "mean_pass": float(f.loc[y, "mean_rating"].mean()) if y.any() else None,
+                         "mean_fail": float(f.loc[~y, "mean_rating"].mean()) if (~y).any() else None}
+    try:
+        r = clustered_mean_difference(f["mean_rating"].to_numpy(float), y, f["task_id"].to_numpy(),
+                                      n_resamples=boot["n_resamples"], seed=boot["seed"], ci=boot["ci"])
+    except UndefinedStatistic as exc:
+        return e | {"difference": None, "ci_low": None, "ci_high": None, "skipped": str(exc)}
+    return e | {"difference": r.estimate, "ci_low": r.ci_low, "ci_high": r.ci_high}
+
+
 def rq2(metrics: pd.DataFrame, ann: Annotations | None, cfg: dict[str, Any] | None = None, *,
         source_paths: dict[str, str] | None = None, labels: pd.DataFrame | None = None,
         unavailable: str | None = None) -> dict[str, Any]:
@@ -261,6 +283,8 @@ def rq2(metrics: pd.DataFrame, ann: Annotations | None, cfg: dict[str, Any] | No
                 if len(means[q]) else {"n": 0, "rho": None, "ci_low": None, "ci_high": None, "skipped": f"no {q} ratings"}
         methods.append(entry)
     result["methods"] = methods
+    outcome_of = metrics.drop_duplicates("trajectory_id").set_index("trajectory_id")["outcome"].astype(str)
+    result["rating_by_outcome"] = {q: rating_by_outcome(means[q], outcome_of, task_of, boot) for q in PROGRESS}
     result["alpha"] = {q: _alpha_entry(prog[prog["question"] == q], ["trajectory_id"], "rating", "interval", boot) for q in PROGRESS}
     result["alpha"]["Q3"] = _alpha_entry(crit, ["trajectory_id", "item_id"], "label", "nominal", boot, codes=LABEL_CODES)
     arms = sorted({m["arm"] for m in methods if m["arm"]})
@@ -284,7 +308,8 @@ def _provenance_note(result: dict[str, Any]) -> str:
     return (f"Source: {kind}, `{a['path']}` ({a['n_records']} records, {a['n_annotators']} annotators, "
             f"{a['n_excluded']} excluded). Judges: {judges}. Q2 agreement counts comparable pairs only (humans preferred "
             f"one side and the method's scores differ; majority over annotators per pair). ρ: Spearman with the mean "
-            f"rating, {level}% task-clustered bootstrap CI. α: Krippendorff (interval for Q1/Q1b, nominal for Q3).")
+            f"rating, {level}% task-clustered bootstrap CI. α: Krippendorff (interval for Q1/Q1b, nominal for Q3). "
+            f"{zero_evidence_text(result['config']['zero_evidence_score'])}.")
 
 
 def table2_rows(result: dict[str, Any]) -> tuple[list[list[str]], list[tuple[str, int]]]:
@@ -305,6 +330,11 @@ def table2_rows(result: dict[str, Any]) -> tuple[list[list[str]], list[tuple[str
         rows.append([f"α {q} ({e['level']})", f"{e['n_annotators']} annotators", fmt(e.get("alpha")),
                      f"{e.get('n_pairable_units', 0)} units", "", fmt_ci(e.get("ci_low"), e.get("ci_high")),
                      str(e.get("n_records", 0)), "", "", ""])
+    panels.append(("Panel B2: mean rating of PASS vs FAIL trajectories (outcome hidden from annotators)", len(rows)))
+    for q, e in sorted((result.get("rating_by_outcome") or {}).items()):
+        rows.append([f"{q}: PASS − FAIL mean rating", "-", fmt(e.get("difference")),
+                     f"PASS {fmt(e.get('mean_pass'))} (n={e['n_pass']}) / FAIL {fmt(e.get('mean_fail'))} (n={e['n_fail']})",
+                     "", fmt_ci(e.get("ci_low"), e.get("ci_high")), str(e["n_pass"] + e["n_fail"]), "", "", ""])
     matched = [e for e in result["item_agreement"] if e.get("n_units")]
     if matched:
         panels.append(("Panel C: judge item labels vs Q3 majority", len(rows)))

@@ -37,6 +37,8 @@ import pandas as pd
 
 from gcpc.analysis.annotations import TrajectoryResolver
 from gcpc.analysis.common import (
+    outcome_free_values,
+    zero_evidence_text,
     write_result_files,
     active_scores,
     ANALYZE,
@@ -184,9 +186,9 @@ def delta_summary(d: np.ndarray, threshold: float) -> dict[str, Any]:
     d = np.asarray(d, dtype=float)
     out: dict[str, Any] = {"n": int(d.size)}
     if d.size == 0:
-        out.update(median=None, mean=None, share_above=None, share_below=None, wilcoxon=signed_rank_test(d))
+        out.update(median=None, mean=None, mean_abs=None, share_above=None, share_below=None, wilcoxon=signed_rank_test(d))
         return out
-    out.update(median=float(np.median(d)), mean=float(np.mean(d)), share_above=float(np.mean(d > threshold)),
+    out.update(median=float(np.median(d)), mean=float(np.mean(d)), mean_abs=float(np.mean(np.abs(d))), share_above=float(np.mean(d > threshold)),
                share_below=float(np.mean(d < -threshold)), q25=float(np.percentile(d, 25)), q75=float(np.percentile(d, 75)),
                wilcoxon=signed_rank_test(d))
     return out
@@ -202,9 +204,7 @@ def pair_deltas(metrics: pd.DataFrame, pairs: pd.DataFrame, cfg: dict[str, Any])
         for score in cfg["scores"]:
             if score not in rows.columns or rows[score].isna().all():
                 continue
-            vals = rows[score].astype(float)
-            if zes is not None:
-                vals = vals.where(~(vals.isna() & rows["zero_evidence"].astype(bool)), zes)
+            vals = outcome_free_values(rows, score, zes)
             sw = pairs["with_id"].map(vals)
             so = pairs["without_id"].map(vals)
             frames.append(pd.DataFrame({"with_id": pairs["with_id"], "without_id": pairs["without_id"],
@@ -234,10 +234,8 @@ def noise_floor(scores: pd.DataFrame | None, cfg: dict[str, Any], threshold: flo
     for score in cfg["scores"]:
         if score not in rep.columns or rep[score].isna().all():
             continue
-        vals = rep.pivot_table(index="trajectory_id", columns="pass", values=score, aggfunc="first", dropna=False)
-        if zes is not None:
-            ze = rep.pivot_table(index="trajectory_id", columns="pass", values="zero_evidence", aggfunc="first").astype(bool)
-            vals = vals.where(~(vals.isna() & ze.reindex_like(vals).fillna(False).astype(bool)), zes)
+        vals = rep.assign(_v=outcome_free_values(rep, score, zes)).pivot_table(
+            index="trajectory_id", columns="pass", values="_v", aggfunc="first", dropna=False)
         passes = sorted(vals.columns)
         ds = []
         for i, a in enumerate(passes):
@@ -247,6 +245,7 @@ def noise_floor(scores: pd.DataFrame | None, cfg: dict[str, Any], threshold: flo
         d = np.concatenate(ds) if ds else np.array([])
         e = delta_summary(d, threshold)
         e.pop("wilcoxon", None)
+        # mean_abs (from delta_summary) is the paper's noise floor: mean |Δ| between repeated passes of one trajectory
         e["abs_p95"] = float(np.percentile(np.abs(d), 95)) if d.size else None
         e["share_abs_above"] = float(np.mean(np.abs(d) > threshold)) if d.size else None
         out["scores"][score] = e
@@ -278,8 +277,10 @@ def rq3(metrics: pd.DataFrame, meta: pd.DataFrame, cfg: dict[str, Any] | None = 
         ok = g.dropna(subset=["delta"])
         entry: dict[str, Any] = {"n_unscored_pairs": int(len(g) - len(ok)), "all": delta_summary(ok["delta"].to_numpy(), thr),
                                  "transitions": {}}
+        entry["all"]["n_excluded"] = int(len(g) - len(ok))
         for t in TRANSITIONS:
             entry["transitions"][t] = delta_summary(ok.loc[ok["transition"] == t, "delta"].to_numpy(), thr)
+            entry["transitions"][t]["n_excluded"] = int((g["transition"] == t).sum() - (ok["transition"] == t).sum())
         result["arms"].setdefault(str(arm), {})[str(score)] = entry
     result["noise_floor"] = noise_floor(rejudge_scores, c, thr, rejudge_summary)
     result["pairs"] = [{"with_id": r.with_id, "without_id": r.without_id, "transition": r.transition}
@@ -289,7 +290,8 @@ def rq3(metrics: pd.DataFrame, meta: pd.DataFrame, cfg: dict[str, Any] | None = 
 
 # --------------------------------------------------------------------------- tables
 
-HEADER = ["Arm", "Score", "Without → with", "n", "Median Δ", "Mean Δ", "Δ > +{t}", "Δ < −{t}", "Wilcoxon p"]
+HEADER = ["Arm", "Score", "Without → with", "n", "Zero-evidence excl.", "Median Δ", "Mean Δ", "Mean |Δ|", "Δ > +{t}", "Δ < −{t}",
+          "Wilcoxon p"]
 
 
 def table_rows(result: dict[str, Any]) -> list[list[str]]:
@@ -299,13 +301,15 @@ def table_rows(result: dict[str, Any]) -> list[list[str]]:
         for score in sorted(result["arms"][arm], key=lambda s: (order.get(s, 99), s)):
             e = result["arms"][arm][score]
             for t, s in [*e["transitions"].items(), ("all pairs", e["all"])]:
-                rows.append([arm, score, t, str(s["n"]), fmt(s.get("median")), fmt(s.get("mean")), fmt_share(s.get("share_above")),
-                             fmt_share(s.get("share_below")), fmt_p(s["wilcoxon"].get("p_value"))])
+                rows.append([arm, score, t, str(s["n"]), str(s.get("n_excluded", 0)), fmt(s.get("median")), fmt(s.get("mean")),
+                             fmt(s.get("mean_abs")), fmt_share(s.get("share_above")), fmt_share(s.get("share_below")),
+                             fmt_p(s["wilcoxon"].get("p_value"))])
     nf = result["noise_floor"]
     if nf.get("available"):
         for score, s in nf["scores"].items():
-            rows.append([f"retest ({nf.get('arm')})", score, f"{nf['n_passes']} passes", str(s["n"]), fmt(s.get("median")),
-                         fmt(s.get("mean")), fmt_share(s.get("share_above")), fmt_share(s.get("share_below")), "-"])
+            rows.append([f"retest noise floor ({nf.get('arm')})", score, f"{nf['n_passes']} passes", str(s["n"]), "-",
+                         fmt(s.get("median")), fmt(s.get("mean")), fmt(s.get("mean_abs")), fmt_share(s.get("share_above")),
+                         fmt_share(s.get("share_below")), "-"])
     return rows
 
 
@@ -323,17 +327,19 @@ def _note(result: dict[str, Any]) -> str:
         else f"Test–retest noise floor not available: {nf.get('reason')}"
     return (f"Δ = score with skills − score without, matched on {', '.join(p['match_on'])} ({p['mode']} pairing"
             f"{', from ' + p['source'] if p['source'] else ''}); {p['n_pairs']} pairs, {p['n_excluded']} excluded with reasons "
-            f"in rq3.json. Zero-evidence logs scored {result['config']['zero_evidence_score']}. Wilcoxon: two-sided signed-rank, "
+            f"in rq3.json. {zero_evidence_text(result['config']['zero_evidence_score'])}: a pair with a zero-evidence side is "
+            f"left out (column 'Zero-evidence excl.'). Noise floor: mean |Δ| between repeated judging passes of one trajectory. "
+            f"Wilcoxon: two-sided signed-rank, "
             f"zero differences dropped. Judges: {judges}. {floor}.")
 
 
 def table_markdown(result: dict[str, Any]) -> str:
-    return markdown_table(_header(result), table_rows(result), "lllrrrrrr", title="RQ3: score change with skills by outcome transition",
+    return markdown_table(_header(result), table_rows(result), "lllrrrrrrrr", title="RQ3: score change with skills by outcome transition",
                           note=_note(result))
 
 
 def table_latex(result: dict[str, Any]) -> str:
-    return latex_table(_header(result), table_rows(result), "lllrrrrrr")
+    return latex_table(_header(result), table_rows(result), "lllrrrrrrrr")
 
 
 def compact(result: dict[str, Any]) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from typing import Any
 import pandas as pd
 
 from gcpc.analysis.common import (
+    zero_evidence_text,
     write_result_files,
     ANALYZE,
     CONTROLS,
@@ -43,7 +44,7 @@ from gcpc.analysis.common import (
 )
 from gcpc.analysis.stats import UndefinedStatistic, auc, clustered_auc_bootstrap, clustered_mean_difference
 from gcpc.judging.models import ItemLabel
-from gcpc.scoring.metrics import apply_official_outcome, gcpc_score
+from gcpc.scoring.metrics import apply_official_outcome, gcpc_score, is_zero_evidence
 
 CELLS = ((True, True), (True, False), (False, True), (False, False))  # (endpoint, pass_propagation)
 
@@ -76,21 +77,27 @@ def recomputed_scores(items: dict[str, list[ItemLabel]], outcomes: dict[str, str
     return out
 
 
-def _frame(scores: dict[str, float | None], meta: pd.DataFrame, zes: float | None) -> pd.DataFrame:
+def _frame(scores: dict[str, float | None], meta: pd.DataFrame, zes: float | None,
+           zero_evidence: set[str] | frozenset[str] = frozenset()) -> pd.DataFrame:
+    """Scores of one setting as an analysis frame. Paper §4 (zes None): zero-evidence trajectories are
+    excluded in every cell, even where the outcome step gives them a defined score, so all cells of
+    an arm use the same trajectories; the variant zes fills undefined scores instead."""
     f = meta[meta["trajectory_id"].isin(list(scores))][["trajectory_id", "task_id", "outcome"]].copy()
     f["score"] = f["trajectory_id"].map(scores).astype(float)
-    f["undefined"] = f["score"].isna()
+    f["undefined"] = f["score"].isna() | f["trajectory_id"].isin(zero_evidence)
+    n_excluded = int(f["undefined"].sum())
     if zes is not None:
         f["score"] = f["score"].fillna(zes)
     else:
-        f = f[~f["undefined"]]
+        f = f[~f["undefined"]].copy()
+    f.attrs["n_excluded"] = n_excluded
     f["_pass"] = f["outcome"].eq("PASS")
     return f
 
 
 def separation_entry(f: pd.DataFrame, boot: dict[str, Any]) -> dict[str, Any]:
     n_pass, n_fail = int(f["_pass"].sum()), int((~f["_pass"]).sum())
-    e: dict[str, Any] = {"n": int(len(f)), "n_pass": n_pass, "n_fail": n_fail, "n_undefined": int(f["undefined"].sum()),
+    e: dict[str, Any] = {"n": int(len(f)), "n_pass": n_pass, "n_fail": n_fail, "n_undefined": int(f.attrs.get("n_excluded", f["undefined"].sum())),
                          "mean_pass": float(f.loc[f["_pass"], "score"].mean()) if n_pass else None,
                          "mean_fail": float(f.loc[~f["_pass"], "score"].mean()) if n_fail else None}
     if not n_pass or not n_fail:
@@ -180,16 +187,17 @@ def rq4(metrics: pd.DataFrame, labels: pd.DataFrame | None, rq1_result: dict[str
         items = item_labels_by_trajectory(labels, arm)
         if not items:
             continue
+        ze = frozenset(tid for tid, labs in items.items() if is_zero_evidence(labs)) if zes is None else frozenset()
         cells = {}
         for endpoint, prop in CELLS:
-            f = _frame(recomputed_scores(items, outcomes, endpoint=endpoint, propagation=prop), meta, zes)
+            f = _frame(recomputed_scores(items, outcomes, endpoint=endpoint, propagation=prop), meta, zes, ze)
             cells[_cell_name(endpoint, prop)] = {"endpoint": endpoint, "pass_propagation": prop, **separation_entry(f, boot)}
         panel_b[arm] = cells
-        plain = _frame(recomputed_scores(items, outcomes, endpoint=False, propagation=False, outcome_step=False), meta, zes)
+        plain = _frame(recomputed_scores(items, outcomes, endpoint=False, propagation=False, outcome_step=False), meta, zes, ze)
         plain_no = _frame(recomputed_scores(items, outcomes, endpoint=False, propagation=False, outcome_step=False,
-                                            abstain_as_no=True), meta, zes)
-        out_std = _frame(recomputed_scores(items, outcomes, endpoint=conf_endpoint, propagation=conf_prop), meta, zes)
-        out_no = _frame(recomputed_scores(items, outcomes, endpoint=conf_endpoint, propagation=conf_prop, abstain_as_no=True), meta, zes)
+                                            abstain_as_no=True), meta, zes, ze)
+        out_std = _frame(recomputed_scores(items, outcomes, endpoint=conf_endpoint, propagation=conf_prop), meta, zes, ze)
+        out_no = _frame(recomputed_scores(items, outcomes, endpoint=conf_endpoint, propagation=conf_prop, abstain_as_no=True), meta, zes, ze)
         recode[arm] = {kind: {setting: {"auc": _auc_ci(f, boot), "separation": separation_entry(f, boot)}
                               for setting, f in (("standard", std), ("abstain_as_no", rec))}
                        for kind, std, rec in (("plain", plain, plain_no), ("outcome", out_std, out_no))}
@@ -203,8 +211,29 @@ def rq4(metrics: pd.DataFrame, labels: pd.DataFrame | None, rq1_result: dict[str
                                                      "arms": {a: e["evidence_replacement"] for a, e in controls["arms"].items()}}
         result["panel_c"]["idle_floor"] = {"available": True, "judge": controls.get("judge"), "outcome": controls.get("idle_outcome"),
                                            "arms": {a: e["idle"] for a, e in controls["arms"].items()}}
+    result["panel_c"]["real_idle"] = real_idle_floor(m)
     result["panel_c"]["schema_falsification"] = schema or {"available": False, "reason": "not read"}
     return jsonable(result)
+
+
+def real_idle_floor(metrics: pd.DataFrame) -> dict[str, Any]:
+    """The idle-agent floor on the corpus's own action-free trajectories (no tool call in the log,
+    e.g. Terminal-Bench 1 orchestrator panes or an agent that never acted), per arm, on plain GCPC
+    (log only): how many there are, how many are zero-evidence (excluded elsewhere), and what the
+    decided ones score. A judge that gives such logs credit fails this control."""
+    if "n_tool_calls" not in metrics:
+        return {"available": False, "reason": "metrics table has no n_tool_calls column (re-run finalize)"}
+    idle = metrics[metrics["n_tool_calls"].fillna(-1).astype(int) == 0]
+    out: dict[str, Any] = {"available": True, "n_trajectories": int(idle["trajectory_id"].nunique()), "arms": {}}
+    for arm, g in idle.groupby("arm", sort=True):
+        ze = g["zero_evidence"].fillna(False).astype(bool)
+        plain = g.loc[~ze, "gcpc_plain"].astype(float).dropna()
+        out["arms"][str(arm)] = {"n": int(len(g)), "n_zero_evidence": int(ze.sum()), "n_decided": int(plain.size),
+                                 "mean_plain": float(plain.mean()) if plain.size else None,
+                                 "max_plain": float(plain.max()) if plain.size else None,
+                                 "n_with_credit": int((plain > 0).sum()),
+                                 "outcomes": {str(k): int(v) for k, v in sorted(g["outcome"].value_counts().items())}}
+    return out
 
 
 # --------------------------------------------------------------------------- table
@@ -224,7 +253,7 @@ def table_rows(result: dict[str, Any]) -> tuple[list[list[str]], list[tuple[str,
     for arm, cells in sorted(result["panel_b"].items()):
         for name, e in cells.items():
             detail = e.get("skipped") or (f"PASS {fmt(e['mean_pass'])} / FAIL {fmt(e['mean_fail'])}; AUC {fmt(e.get('auc'))}; "
-                                          f"{e['n_undefined']} undefined")
+                                          f"{e['n_undefined']} excluded")
             rows.append([arm, name, fmt(e.get("separation")), fmt_ci(e.get("ci_low"), e.get("ci_high")), detail])
     panels.append(("Panel C: controls", len(rows)))
     pc = result["panel_c"]
@@ -244,11 +273,21 @@ def table_rows(result: dict[str, Any]) -> tuple[list[list[str]], list[tuple[str,
     idle = pc["idle_floor"]
     if idle.get("available"):
         for arm, e in sorted(idle["arms"].items()):
-            rows.append([arm, "idle-agent floor", fmt(e.get("mean_outcome")), "",
-                         f"with outcome (max {fmt(e.get('max_outcome'))}); plain mean {fmt(e.get('mean_plain'))}; "
-                         f"{e['n_zero_evidence']}/{e['n_ok']} zero-evidence; {e['n_with_yes']} with a Yes"])
+            rows.append([arm, "idle-agent floor, synthetic (plain GCPC)", fmt(e.get("mean_plain")), "",
+                         f"max {fmt(e.get('max_plain'))}; {e['n_zero_evidence']}/{e['n_ok']} zero-evidence; "
+                         f"{e['n_with_yes']} with a Yes; with outcome FAIL imposed: mean {fmt(e.get('mean_outcome'))}"])
     else:
-        rows.append(["-", "idle-agent floor", "n/a", "", idle.get("reason", "")])
+        rows.append(["-", "idle-agent floor, synthetic", "n/a", "", idle.get("reason", "")])
+    real = pc.get("real_idle") or {"available": False, "reason": "not computed"}
+    if real.get("available") and real["arms"]:
+        for arm, e in sorted(real["arms"].items()):
+            outs = ", ".join(f"{k} {v}" for k, v in e["outcomes"].items())
+            rows.append([arm, "idle-agent floor, real action-free logs (plain GCPC)", fmt(e.get("mean_plain")), "",
+                         f"{e['n']} logs with no tool call ({outs}); {e['n_zero_evidence']} zero-evidence; "
+                         f"{e['n_with_credit']} of {e['n_decided']} decided get credit (max {fmt(e.get('max_plain'))})"])
+    else:
+        rows.append(["-", "idle-agent floor, real action-free logs", "n/a", "",
+                     real.get("reason") or "the corpus has no trajectory without a tool call"])
     sf = pc["schema_falsification"]
     if sf.get("available"):
         for r in sf["rows"]:
@@ -264,8 +303,8 @@ def _note(result: dict[str, Any]) -> str:
     judges = judges_text(result["judges"])
     level = int(round(100 * result["config"]["bootstrap"]["ci"]))
     return (f"Judges: {judges}. CIs: {level}% task-clustered bootstrap. Panel B recomputes scores from the plain judge labels "
-            "(labels.parquet) with gcpc.scoring.metrics; zero-evidence scores filled with "
-            f"{result['config']['zero_evidence_score']}. Panel C's Abstain → No uses the configured outcome step "
+            "(labels.parquet) with gcpc.scoring.metrics; "
+            f"{zero_evidence_text(result['config']['zero_evidence_score'])} ('excluded' in Panel B). Panel C's Abstain → No uses the configured outcome step "
             f"(endpoint {'on' if result['scoring']['endpoint'] else 'off'}, propagation "
             f"{'on' if result['scoring']['pass_propagation'] else 'off'}).")
 

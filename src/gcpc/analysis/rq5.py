@@ -10,10 +10,11 @@
   deterministic provider, rho = 1 by construction; the result says so.
 * The transfer table (checklist synthesis across benchmarks) is built by the synthesis stage; this
   analysis records where it is and the report embeds it when present.
-* Same-task PASS/FAIL pair diagnosis, per benchmark (Terminal-Bench rows flagged): every PASS x FAIL
-  pair of trajectories of one task; Δ = score(PASS) − score(FAIL); counts higher / lower / tied,
-  median Δ, and the exact two-sided sign test (scipy binomtest) on untied pairs. Pairs within a task
-  share the task, so the same test is also given with one vote per task (the sign of its mean Δ).
+* Same-task PASS/FAIL pair diagnosis, per benchmark (Terminal-Bench rows flagged), paper §4.4: one
+  pair per task (`analysis.rq5.pairs_per_task`, seeded), drawn from decidable trajectories only
+  (zero-evidence logs excluded); Δ = score(PASS) − score(FAIL); counts higher / lower / tied, median Δ,
+  and the exact two-sided sign test (scipy binomtest) on untied pairs. With `pairs_per_task: null`
+  every PASS x FAIL pair counts and the test is also given with one vote per task (the sign of its mean Δ).
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ import numpy as np
 import pandas as pd
 
 from gcpc.analysis.common import (
+    outcome_free_values,
+    zero_evidence_text,
     write_result_files,
     active_scores,
     ANALYZE,
@@ -53,10 +56,7 @@ BY_CONSTRUCTION_RHO = ("both judges are the same deterministic provider: the sco
 
 
 def _fill(frame: pd.DataFrame, score: str, zes: float | None) -> pd.Series:
-    vals = frame[score].astype(float)
-    if zes is not None:
-        vals = vals.where(~(vals.isna() & frame["zero_evidence"].fillna(False).astype(bool)), zes)
-    return vals
+    return outcome_free_values(frame, score, zes)
 
 
 def _alpha(frame: pd.DataFrame, unit: list[str], value: str, level: str, boot: dict[str, Any],
@@ -133,13 +133,31 @@ def judge_swap(scores: pd.DataFrame | None, summary: dict[str, Any] | None, cfg:
     return out
 
 
-def same_task_pairs(values: pd.DataFrame) -> pd.DataFrame:
-    """Every (PASS, FAIL) pair within a task: task_id, pass_id, fail_id, delta = PASS − FAIL."""
+def same_task_pairs(values: pd.DataFrame, per_task: int | None = None, seed: int = 0) -> pd.DataFrame:
+    """Within-task (PASS, FAIL) pairs of decidable trajectories: task_id, pass_id, fail_id, delta = PASS − FAIL.
+
+    ``values`` holds only decidable rows (a defined, non-zero-evidence score). Paper §4.4: one pair per
+    task (``per_task`` 1), so a task with many trajectories does not count many times; the PASS and
+    the FAIL side are drawn with a generator seeded by (seed, task), so adding a task never changes
+    another task's pair. ``per_task`` None keeps every PASS × FAIL combination.
+    """
+    import zlib
+
     frames = []
     for task, g in values.groupby("task_id", sort=True):
-        p = g[g["outcome"] == "PASS"]
-        f = g[g["outcome"] == "FAIL"]
+        p = g[g["outcome"] == "PASS"].sort_values("trajectory_id")
+        f = g[g["outcome"] == "FAIL"].sort_values("trajectory_id")
         if p.empty or f.empty:
+            continue
+        if per_task is not None:
+            rng = np.random.default_rng([int(seed), zlib.crc32(str(task).encode("utf-8"))])
+            combos = [(i, j) for i in range(len(p)) for j in range(len(f))]
+            picked = rng.choice(len(combos), size=min(int(per_task), len(combos)), replace=False)
+            idx = sorted(combos[k] for k in picked)
+            p_rows, f_rows = p.iloc[[i for i, _ in idx]], f.iloc[[j for _, j in idx]]
+            frames.append(pd.DataFrame({"task_id": task, "pass_id": p_rows["trajectory_id"].to_numpy(),
+                                        "fail_id": f_rows["trajectory_id"].to_numpy(),
+                                        "delta": p_rows["value"].to_numpy(float) - f_rows["value"].to_numpy(float)}))
             continue
         d = p["value"].to_numpy()[:, None] - f["value"].to_numpy()[None, :]
         frames.append(pd.DataFrame({"task_id": task, "pass_id": np.repeat(p["trajectory_id"].to_numpy(), len(f)),
@@ -147,8 +165,16 @@ def same_task_pairs(values: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["task_id", "pass_id", "fail_id", "delta"])
 
 
+def _tasks_with_both(frame: pd.DataFrame) -> set[str]:
+    have = frame.groupby("task_id")["outcome"].agg(lambda s: {"PASS", "FAIL"} <= set(s))
+    return {str(k) for k, v in have.items() if v}
+
+
 def pair_diagnosis(metrics: pd.DataFrame, cfg: dict[str, Any]) -> dict[str, Any]:
     prefix = str(cfg["rq5"]["tb_benchmark_prefix"]).lower()
+    n_per_task = cfg["rq5"].get("pairs_per_task")
+    n_per_task = None if n_per_task is None else int(n_per_task)
+    pair_seed = int(cfg["rq5"].get("pair_seed", 0))
     zes = cfg["zero_evidence_score"]
     m = with_method_arm(metrics, cfg["default_variants"])
     m = m[m["outcome"].isin(["PASS", "FAIL"])]
@@ -160,9 +186,12 @@ def pair_diagnosis(metrics: pd.DataFrame, cfg: dict[str, Any]) -> dict[str, Any]
                 if score not in ga.columns or ga[score].isna().all():
                     continue
                 vals = ga.assign(value=_fill(ga, score, zes))[["trajectory_id", "task_id", "outcome", "value"]].dropna(subset=["value"])
-                pairs = same_task_pairs(vals)
+                pairs = same_task_pairs(vals, n_per_task, pair_seed)
                 e = sign_test(pairs["delta"].to_numpy(dtype=float))
                 e["n_tasks"] = int(pairs["task_id"].nunique()) if len(pairs) else 0
+                # tasks with a PASS and a FAIL trajectory, but no decidable pair once zero-evidence logs are excluded
+                e["n_tasks_undecidable"] = len(_tasks_with_both(ga) - _tasks_with_both(vals))
+                e["pairs_per_task"] = n_per_task
                 per_task = pairs.groupby("task_id")["delta"].mean() if len(pairs) else pd.Series(dtype=float)
                 e["by_task"] = sign_test(per_task.to_numpy(dtype=float))
                 be["arms"].setdefault(str(arm), {})[score] = e
@@ -228,9 +257,15 @@ def table_rows(result: dict[str, Any]) -> tuple[list[list[str]], list[tuple[str,
         for arm, per in sorted(b["arms"].items()):
             for score, e in per.items():
                 rows.append(["pair diagnosis", f"{tag} · {arm}", score, fmt(e.get("median_delta")), "",
-                             f"higher {e['higher']} / lower {e['lower']} / tied {e['tied']} of {e['n']} pairs, "
-                             f"{e['n_tasks']} tasks; sign test p {fmt_p(e.get('p_value'))} (per task p {fmt_p(e['by_task'].get('p_value'))})"])
+                             f"higher {e['higher']} / lower {e['lower']} / tied {e['tied']} of {e['n']} decidable pairs "
+                             f"({_per_task_text(e.get('pairs_per_task'))}), {e['n_tasks']} tasks, "
+                             f"{e.get('n_tasks_undecidable', 0)} tasks without a decidable pair; sign test p {fmt_p(e.get('p_value'))}"
+                             + ("" if e.get("pairs_per_task") == 1 else f" (per task p {fmt_p(e['by_task'].get('p_value'))})")])
     return rows, panels
+
+
+def _per_task_text(per_task: int | None) -> str:
+    return "every pair per task" if per_task is None else f"{per_task} per task"
 
 
 def _sentence(text: str) -> str:
@@ -248,7 +283,8 @@ def _note(result: dict[str, Any]) -> str:
     tr = result["transfer"]
     parts.append(f"Transfer table: {tr['path']}." if tr.get("available") else f"Transfer table not available: {tr['reason']}.")
     level = int(round(100 * result["config"]["bootstrap"]["ci"]))
-    parts.append(f"CIs: {level}% task-clustered bootstrap. Sign test: exact two-sided binomial test on untied pairs.")
+    parts.append(f"CIs: {level}% task-clustered bootstrap. Sign test: exact two-sided binomial test on untied pairs. "
+                 f"{zero_evidence_text(result['config']['zero_evidence_score'])}.")
     return " ".join(parts)
 
 
@@ -302,8 +338,10 @@ def run(params: dict[str, Any]) -> dict[str, Any]:
     frames = []
     if len(primary):
         for bench, g in primary.groupby("benchmark", sort=True):
+            per_task = c["rq5"].get("pairs_per_task")
             p = same_task_pairs(g.assign(value=_fill(g, "gcpc_plain", c["zero_evidence_score"]))
-                                [["trajectory_id", "task_id", "outcome", "value"]].dropna(subset=["value"]))
+                                [["trajectory_id", "task_id", "outcome", "value"]].dropna(subset=["value"]),
+                                None if per_task is None else int(per_task), int(c["rq5"].get("pair_seed", 0)))
             frames.append(p.assign(benchmark=bench))
     pairs = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["task_id", "pass_id", "fail_id", "delta", "benchmark"])
     PAIRS.parent.mkdir(parents=True, exist_ok=True)

@@ -72,7 +72,7 @@ class ArmSpec:
     name: str
     kind: str
     template: Path
-    evidence_gate: bool = True
+    evidence_gate: bool = False  # the paper's setting; the gate is the named extension arm gcpc_gate
     max_event_chars: int = 4000
     questions: tuple[str, ...] = ()
 
@@ -87,7 +87,7 @@ class ArmSpec:
         if len(set(questions)) != len(questions):
             raise ValueError(f"params.yaml: arm '{name}': 'questions' repeats a question")
         return cls(name=name, kind=cfg["kind"], template=Path(cfg["template"]),
-                   evidence_gate=bool(cfg.get("evidence_gate", True)),
+                   evidence_gate=bool(cfg.get("evidence_gate", False)),
                    max_event_chars=int(judging.get("max_event_chars", 4000)),
                    questions=tuple(questions))
 

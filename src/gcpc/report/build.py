@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gcpc.analysis.common import ANALYZE, FIGURES, first_existing, fmt, fmt_ci, judges_text, resolve_analysis
+from gcpc.analysis.common import ANALYZE, FIGURES, first_existing, fmt, fmt_ci, fmt_share, judges_text, resolve_analysis
 from gcpc.io import write_text
 
 REPORT = FIGURES / "report.md"
@@ -27,7 +27,8 @@ TABLES = {
     "rq5": ["rq5_table.md"],
 }
 FIGURE_STEMS = {
-    "rq1": [("fig4_auc", "Figure 4: (a) paired ΔAUC GCPC − reference on identical trajectories; (b) per-arm AUC"),
+    "rq1": [("fig4_auc", "Figure 4: (a) paired ΔAUC plain GCPC − outcome-blind arms on identical trajectories; "
+                         "(b) per-arm AUC of log-only scores; (c) scores that use the official outcome"),
             ("rq1_auc_forest", "RQ1 AUC per arm and score"),
             ("score_by_outcome", "Scores by official outcome")],
     "rq2": [("rq2_human_agreement", "RQ2: agreement with annotations")],
@@ -117,14 +118,35 @@ def build_report(params: dict[str, Any], analyze_dir: Path = ANALYZE, fig_dir: P
     # RQ1
     ref = rq1.get("reference") or {}
     lines += ["## RQ1: does GCPC rank PASS above FAIL?", ""]
+    n_ze = len(rq1.get("zero_evidence_excluded") or [])
+    lines.append(f"Headline, on equal information (§4.1): plain GCPC (log only) of arm `{rq1['config']['primary_arm']}` "
+                 f"against outcome-blind arms, paired on the trajectories both scored. "
+                 + (f"{n_ze} zero-evidence (trajectory, arm) rows excluded, as in the paper (listed in rq1.json)."
+                    if rq1["config"].get("zero_evidence_score") is None else
+                    f"Variant: zero-evidence trajectories scored {rq1['config']['zero_evidence_score']:g} (not the paper's setting)."))
+    lines.append("")
     if ref.get("available"):
         for d in ref["deltas"]:
+            tag = "**Headline.** " if d.get("headline") else ""
             if d.get("delta") is not None:
-                lines.append(f"- ΔAUC {d['a']} − {d['b']} = {fmt(d['delta'])} {fmt_ci(d.get('ci_low'), d.get('ci_high'))}, "
+                lines.append(f"- {tag}ΔAUC {d['a']} − {d['b']} = {fmt(d['delta'])} {fmt_ci(d.get('ci_low'), d.get('ci_high'))}, "
                              f"share of bootstrap draws above 0: {fmt(d.get('share_positive'))} (n = {d['n']}, {d['n_tasks']} tasks).")
+            else:
+                lines.append(f"- {tag}ΔAUC {d['a']} − {d['b']}: not available ({d.get('skipped')}).")
     else:
-        lines.append(f"- Paired GCPC − {ref.get('reference_arm', 'reference')}: not available ({ref.get('reason')}).")
-    lines.append("")
+        lines.append(f"- Paired GCPC − reference: not available ({ref.get('reason')}).")
+    for m in ref.get("missing") or []:
+        lines.append(f"- Reference arm `{m['arm']}` not compared: {m['reason']}.")
+    lines += ["", "Scores that use the official outcome (GCPC + official outcome, Perfect) are shown on their own below, "
+              "never as a difference against an outcome-blind arm.", ""]
+    pa = rq1.get("perfect_agreement") or {}
+    if pa:
+        lines += ["| Arm | Perfect on PASS | Not Perfect on FAIL | Agreement | n (pass/fail) |", "|---|---:|---:|---:|---:|"]
+        for arm, e in sorted(pa.items()):
+            lines.append(f"| {arm} | {fmt_share(e.get('perfect_given_pass'))} | {fmt_share(e.get('not_perfect_given_fail'))} | "
+                         f"{fmt_share(e.get('agreement'))} | {e['n_pass'] + e['n_fail']} ({e['n_pass']}/{e['n_fail']}) |")
+        lines += ["", "Perfect = no item No after the official-outcome step, endpoint excluded (uses the outcome). "
+                  "The paper reports 97.6 % of PASS Perfect and 66.4 % of FAIL not Perfect.", ""]
     for t in TABLES["rq1"]:
         lines += [_embed_table(fig_dir, t), ""]
     for stem, cap in FIGURE_STEMS["rq1"]:

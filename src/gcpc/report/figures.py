@@ -18,7 +18,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from gcpc.analysis.common import judges_text  # noqa: E402
+from gcpc.analysis.common import OUTCOME_USING_SCORES, judges_text, outcome_free_values  # noqa: E402
 from gcpc.analysis.rq1 import LABEL, decided, ordered_entries, resolve_config, score_values  # noqa: E402
 
 DPI = 200
@@ -193,26 +193,36 @@ def _ci_rows(ax: Any, rows: list[tuple[str, float | None, float | None, float | 
 
 
 def fig4(result: dict[str, Any], judges: dict[str, str] | None = None) -> Figure:
-    """Figure 4: (a) paired ΔAUC, GCPC − reference (Holistic) on identical trajectories, overall and by
-    condition, with the share of bootstrap draws above 0; (b) descriptive per-arm AUC forest."""
+    """Figure 4: (a) paired ΔAUC, plain GCPC − each outcome-blind arm on identical trajectories (equal
+    information, §4.1), overall and by condition, with the share of bootstrap draws above 0; (b)
+    descriptive per-arm AUC of the log-only scores; (c) the scores that use the official outcome, in
+    their own panel so they are never read as a difference against an outcome-blind arm."""
     level = int(round(100 * result["config"]["bootstrap"]["ci"]))
     ref = result.get("reference") or {}
     paired: list[tuple[str, float | None, float | None, float | None, str]] = []
     shares: list[float | None] = []
     if ref.get("available"):
         for d in ref["deltas"]:
-            paired.append((f"{d['a']} − {d['b']}", d.get("delta"), d.get("ci_low"), d.get("ci_high"), GCPC_COLOR))
+            paired.append((f"{d['a']} − {d['b']}", d.get("delta"), d.get("ci_low"), d.get("ci_high"),
+                           GCPC_COLOR if d.get("headline") else REF_COLOR))
             shares.append(d.get("share_positive"))
             for cond, e in sorted((d.get("by_condition") or {}).items()):
                 paired.append((f"   {cond}", e.get("delta"), e.get("ci_low"), e.get("ci_high"), REF_COLOR))
                 shares.append(e.get("share_positive"))
-    forest = [(f"{arm} · {score}", e.get("auc"), e.get("ci_low"), e.get("ci_high"),
-               GCPC_COLOR if arm == result["config"].get("primary_arm") else REF_COLOR)
-              for arm, score, e in ordered_entries(result) if not str(e.get("skipped", "")).startswith("this arm produces no")]
+    entries = [(arm, score, e) for arm, score, e in ordered_entries(result)
+               if not str(e.get("skipped", "")).startswith("this arm produces no")]
+    primary = result["config"].get("primary_arm")
+
+    def rows_of(keep: Any) -> list[tuple[str, float | None, float | None, float | None, str]]:
+        return [(f"{arm} · {score}", e.get("auc"), e.get("ci_low"), e.get("ci_high"), GCPC_COLOR if arm == primary else REF_COLOR)
+                for arm, score, e in entries if keep(score)]
+
+    blind = rows_of(lambda s: s not in OUTCOME_USING_SCORES)
+    using = rows_of(lambda s: s in OUTCOME_USING_SCORES)
     with plt.rc_context(RC):
-        height = 0.32 * max(len(paired), len(forest), 3) + 1.6
-        fig = Figure(figsize=(10.0, height), dpi=DPI)
-        ax_a, ax_b = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1, 1], "wspace": 0.9})
+        height = 0.32 * max(len(paired), len(blind), len(using), 3) + 1.6
+        fig = Figure(figsize=(14.0, height), dpi=DPI)
+        ax_a, ax_b, ax_c = fig.subplots(1, 3, gridspec_kw={"width_ratios": [1, 1, 1], "wspace": 1.0})
         if paired:
             _ci_rows(ax_a, paired, (-1.0, 1.0), 0.0, f"ΔAUC ({level}% task-clustered CI, shared resamples)")
             ys = np.arange(len(paired))[::-1]
@@ -220,17 +230,21 @@ def fig4(result: dict[str, Any], judges: dict[str, str] | None = None) -> Figure
                 if s is not None:
                     ax_a.text(-0.98, y + 0.28, f"P(Δ>0)={s:.2f}", fontsize=6, color="0.3")
         else:
-            _note_panel(ax_a, _wrap(f"Paired GCPC − {ref.get('reference_arm', 'Holistic')} not available: "
-                                    f"{ref.get('reason', 'no reference arm')}", 48))
-        ax_a.set_title("(a) paired ΔAUC, identical trajectories", fontsize=9)
-        if forest:
-            _ci_rows(ax_b, forest, (0.0, 1.0), 0.5, f"AUC vs official PASS ({level}% CI; each arm's own sample)")
-        else:
-            _note_panel(ax_b, "no arm has a defined AUC")
-        ax_b.set_title("(b) per-arm AUC (descriptive)", fontsize=9)
+            _note_panel(ax_a, _wrap(f"Paired GCPC − reference not available: {ref.get('reason', 'no reference arm')}", 48))
+        ax_a.set_title("(a) paired ΔAUC, log only, identical trajectories", fontsize=9)
+        for ax, rows, title, empty in ((ax_b, blind, "(b) per-arm AUC, log only (descriptive)", "no log-only AUC"),
+                                       (ax_c, using, "(c) scores that use the official outcome", "no outcome-using score")):
+            if rows:
+                _ci_rows(ax, rows, (0.0, 1.0), 0.5, f"AUC vs official PASS ({level}% CI; each arm's own sample)")
+            else:
+                _note_panel(ax, empty)
+            ax.set_title(title, fontsize=9)
         who = judges_text(judges or {}) if judges else ""
-        fig.suptitle("Figure 4: RQ1 ranking PASS above FAIL" + (f"\njudges: {_wrap(who, 140)}" if who else ""), fontsize=9)
-        fig.subplots_adjust(left=0.22, right=0.95, top=0.84 if who else 0.88, bottom=0.45 / height + 0.08)
+        ze = "zero-evidence excluded" if result["config"].get("zero_evidence_score") is None else \
+            f"zero-evidence scored {result['config']['zero_evidence_score']:g} (variant)"
+        fig.suptitle(f"Figure 4: RQ1 ranking PASS above FAIL (n = {result['n_trajectories']}, {ze})"
+                     + (f"\njudges: {_wrap(who, 140)}" if who else ""), fontsize=9)
+        fig.subplots_adjust(left=0.13, right=0.96, top=0.84 if who else 0.88, bottom=0.45 / height + 0.08)
     return fig
 
 
@@ -376,9 +390,7 @@ def rq5_figure(result: dict[str, Any], rejudge_scores: pd.DataFrame | None, pair
             a = ok[(ok["role"] == "repeat") & (ok["pass"] == 1)].set_index("trajectory_id")
             b = ok[ok["role"] == "swap"].set_index("trajectory_id")
             for frame in (a, b):
-                v = frame["gcpc_plain"].astype(float)
-                if zes is not None:
-                    frame["gcpc_plain"] = v.where(~(v.isna() & frame["zero_evidence"].fillna(False).astype(bool)), zes)
+                frame["gcpc_plain"] = outcome_free_values(frame, "gcpc_plain", zes)
             j = a[["gcpc_plain", "outcome"]].merge(b[["gcpc_plain"]].rename(columns={"gcpc_plain": "gcpc_plain_swap"}),
                                                    left_index=True, right_index=True, how="inner").dropna()
             for outcome, color in (("FAIL", FAIL_COLOR), ("PASS", PASS_COLOR), ("other", "0.5")):

@@ -12,7 +12,7 @@ DIR/study.json and DIR/study.md:
 * per arm and score (gcpc_plain, gcpc_outcome, gcpc_per_test): AUC against the official outcome
   with a task-clustered bootstrap CI (analysis.bootstrap settings), over the PASS/FAIL trajectories
   the arm scored, and over the trajectories every arm scored (so arms are compared on the same
-  runs). As in RQ1, an undefined plain score (zero evidence) counts as `analysis.zero_evidence_score`;
+  runs). As in RQ1, zero-evidence trajectories are excluded (or scored `analysis.zero_evidence_score`, a variant);
   a score an arm does not produce (holistic: the outcome variants) is reported as not produced;
 * judge accuracy (finalize's judge_accuracy.json): plain labels of assertion-route items against
   per-test verifier results;
@@ -25,12 +25,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
+from gcpc.analysis.common import zero_evidence_text
 
 from gcpc.corpus.ingest import corpora_from_params, ingest, merge_results, write_outputs
 from gcpc.corpus.models import EventKind, Exclusion, Trajectory
@@ -93,9 +94,14 @@ def _auc(rows: pd.DataFrame, score: str, boot: dict[str, Any], zero_evidence_sco
     values = rows[score].astype("float64")
     if len(rows) and values.isna().all():
         return entry | {"auc": None, "ci_low": None, "ci_high": None, "not_produced": True}
-    entry["n_undefined_filled"] = int(values.isna().sum())
-    rows[score] = values.fillna(zero_evidence_score if zero_evidence_score is not None else math.nan)
+    from gcpc.analysis.common import outcome_free_values
+
+    rows[score] = outcome_free_values(rows, score, zero_evidence_score)
+    entry["n_zero_evidence_excluded" if zero_evidence_score is None else "n_undefined_filled"] = int(
+        rows["zero_evidence"].fillna(False).astype(bool).sum() if zero_evidence_score is None else values.isna().sum())
     rows = rows[rows[score].notna()]
+    entry.update(n=int(len(rows)), n_pass=int((rows["outcome"] == "PASS").sum()), n_tasks=int(rows["task_id"].nunique()))
+    entry["n_fail"] = entry["n"] - entry["n_pass"]
     rows["_pass"] = rows["outcome"].eq("PASS")
     if entry["n_pass"] == 0 or entry["n_fail"] == 0:
         return entry | {"auc": None, "ci_low": None, "ci_high": None, "skipped": "single class"}
@@ -107,7 +113,7 @@ def _auc(rows: pd.DataFrame, score: str, boot: dict[str, Any], zero_evidence_sco
 
 def auc_table(metrics: pd.DataFrame, analysis: dict[str, Any]) -> dict[str, Any]:
     boot = {"n_resamples": 2000, "seed": 0, "ci": 0.95} | (analysis.get("bootstrap") or {})
-    zes = analysis.get("zero_evidence_score", 0.0)
+    zes = analysis.get("zero_evidence_score")
     arms = sorted(metrics["arm"].unique())
     common = set.intersection(*(set(metrics.loc[metrics["arm"] == a, "trajectory_id"]) for a in arms)) if arms else set()
     out: dict[str, Any] = {"bootstrap": boot, "zero_evidence_score": zes, "n_common": len(common), "arms": {}}
@@ -134,8 +140,8 @@ def markdown(study: dict[str, Any]) -> str:
     lines = [f"# Arm study: {study['data']} ({study['command']})", "",
              f"Trajectories judged: {study['n_trajectories']} ({study['outcomes']}), tasks: {study['n_tasks']}; "
              f"scored by every arm: {aucs['n_common']}. AUC vs official PASS with {level}% task-clustered bootstrap CI "
-             f"({aucs['bootstrap']['n_resamples']} resamples, seed {aucs['bootstrap']['seed']}); undefined plain scores "
-             f"(zero evidence) count as {aucs['zero_evidence_score']}.", ""]
+             f"({aucs['bootstrap']['n_resamples']} resamples, seed {aucs['bootstrap']['seed']}). "
+             f"{zero_evidence_text(aucs['zero_evidence_score'])}.", ""]
     for population in ("scored", "common"):
         lines += [f"## AUC over the trajectories {'each arm scored' if population == 'scored' else 'every arm scored'}", "",
                   "| arm | n (pass/fail) | tasks | plain | with official outcome | per-test propagation |", "|---|---|---|---|---|---|"]

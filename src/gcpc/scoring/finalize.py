@@ -9,7 +9,10 @@ Outputs (data/processed/finalize/):
   n_truth (assertion items whose per-test results give a truth) and holistic_score (raw 0-10).
   Holistic arms have no items: gcpc_plain = score / 10 (= gcpc_plain_ungated), perfect = score 10
   (PASS/FAIL rows only, like every arm), n_* = 0, and gcpc_outcome, gcpc_per_test, evidence_coverage
-  are undefined (NaN); zero_evidence is False.
+  are undefined (NaN).
+  zero_evidence / zero_evidence_reason: every item Abstain (checklist-like arms) or, for arms that
+  cannot abstain (Holistic, TICK), a log with no tool output or file content. Such rows stay in the
+  table (with their scores) and every outcome-free analysis excludes them (paper §4).
 * variants.parquet - the same judgments in long form, one row per (trajectory, arm, variant) with
   variant in plain / plain_ungated / outcome / per_test: score, perfect and Yes/No/Abstain counts.
 * labels.parquet - one row per item label (plus the endpoint item), with the per-test truth.
@@ -24,7 +27,7 @@ from typing import Any
 
 import pandas as pd
 
-from gcpc.corpus.models import Trajectory
+from gcpc.corpus.models import EventKind, Trajectory
 from gcpc.io import read_models, write_json, write_jsonl
 from gcpc.judging.models import Judgment
 from gcpc.scoring.accuracy import compact_accuracy, judge_accuracy
@@ -34,6 +37,7 @@ from gcpc.scoring.metrics import (
     per_test_truth,
     score_trajectory,
     score_variants,
+    zero_evidence_reason,
 )
 
 META = ("benchmark", "task_id", "harness", "model", "condition")
@@ -114,7 +118,10 @@ def finalize_tables(trajectories: list[Trajectory], judgments: list[Judgment], c
             continue
         outcome = traj.outcome.status
         row, long = _holistic_row(j, outcome) if j.kind == "holistic" else _checklist_row(j, traj, s)
+        reason = zero_evidence_reason(j.kind, j.labels, traj.events)
+        row.update(zero_evidence=reason is not None, zero_evidence_reason=reason)
         meta = {k: getattr(traj, k) for k in META}
+        meta["n_tool_calls"] = sum(e.kind == EventKind.TOOL_CALL for e in traj.events)  # 0: an action-free log (RQ4 idle rows)
         metric_rows.append({"trajectory_id": j.trajectory_id, **meta, "outcome": outcome, "arm": j.arm, "arm_kind": j.kind,
                             "provider": j.provider, "judge_model": j.model, "checklist_hash": j.checklist_hash, **row})
         variant_rows += [{"trajectory_id": j.trajectory_id, "task_id": traj.task_id, "condition": traj.condition, "outcome": outcome,

@@ -18,6 +18,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from gcpc.corpus.models import EVIDENCE_KINDS, Event
 from gcpc.judging.models import ItemLabel
 from gcpc.llm.schemas import Label
 
@@ -67,6 +68,29 @@ def evidence_coverage(labels: Sequence[ItemLabel]) -> float | None:
 def is_zero_evidence(labels: Sequence[ItemLabel]) -> bool:
     items = [lab for lab in labels if lab.item_id != ENDPOINT_ID]
     return all(lab.label == "Abstain" for lab in items)
+
+
+NO_ABSTAIN_KINDS = ("holistic", "tick")
+"""Arm kinds whose answers cannot be Abstain: for them zero evidence is read off the log itself."""
+
+
+def log_has_evidence(events: Sequence[Event]) -> bool:
+    """Does the judge-visible log hold anything that counts as evidence (a non-empty tool output or file content)?"""
+    return any(e.kind in EVIDENCE_KINDS and e.text.strip() for e in events)
+
+
+def zero_evidence_reason(kind: str, labels: Sequence[ItemLabel], events: Sequence[Event]) -> str | None:
+    """Why a judged trajectory is zero-evidence (paper §4: excluded from outcome-free analyses), or None.
+
+    Checklist-like arms: every item Abstain (the paper's rule). Arms that cannot abstain (Holistic,
+    TICK) get the same rule on the log: no tool output or file content to decide from. So the
+    zero-evidence column means "nothing in the log to judge from" in every row.
+    """
+    if kind in NO_ABSTAIN_KINDS:
+        return None if log_has_evidence(events) else "action-free log: no tool output or file content to judge from"
+    if is_zero_evidence(labels):
+        return "zero evidence: every item Abstain" if labels else "zero evidence: no items judged"
+    return None
 
 
 class TrajectoryScores(BaseModel):

@@ -145,7 +145,11 @@ def test_results_are_finite_json_and_say_what_they_used(demo):
         assert f.read_text().isascii(), f"{f.name}: metric names must be ASCII (dvc exp show columns)"
     rq1 = results["rq1"]
     ref = rq1["reference"]
-    assert ref["available"] and {d["score"] for d in ref["deltas"]} >= {"gcpc_plain", "gcpc_outcome"}
+    # equal information (§4.1): plain GCPC against every outcome-blind arm, Holistic first; never an outcome-using score
+    assert ref["available"] and {d["score"] for d in ref["deltas"]} == {"gcpc_plain"}
+    assert [d["reference_arm"] for d in ref["deltas"]] == ["holistic", "generic", "tick", "tick_adapted"]
+    assert ref["deltas"][0]["headline"] and ref["deltas"][0]["b"] == "holistic:gcpc_plain"
+    assert rq1["zero_evidence_excluded"] and all(r["reason"] for r in rq1["zero_evidence_excluded"])
     assert all(0.0 <= d["share_positive"] <= 1.0 for d in ref["deltas"] if d.get("delta") is not None)
     assert "gcpc_per_test" in rq1["config"]["scores"]  # the per-test propagation variant is analysed when present
     assert rq1["arms"]["holistic"]["gcpc_outcome"]["skipped"].startswith("this arm produces no")

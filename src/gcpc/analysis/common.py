@@ -130,6 +130,21 @@ def zero_evidence_list(metrics: pd.DataFrame) -> list[dict[str, str]]:
             for t, a, r in sorted(zip(ze["trajectory_id"], ze["arm"], reason_col.fillna("zero evidence"), strict=True))]
 
 
+def zero_evidence_counts(metrics: pd.DataFrame) -> dict[str, int]:
+    """Zero-evidence (trajectory, arm) rows per arm, for the count every table states."""
+    if "zero_evidence" not in metrics or not len(metrics):
+        return {}
+    ze = metrics["zero_evidence"].fillna(False).astype(bool)
+    return {str(a): int(n) for a, n in sorted(ze.groupby(metrics["arm"].astype(str)).sum().items())}
+
+
+def zero_evidence_count_text(counts: dict[str, int], zero_evidence_score: float | None) -> str:
+    what = "excluded" if zero_evidence_score is None else f"scored {zero_evidence_score:g}"
+    if not counts:
+        return f"Zero-evidence rows {what}: none"
+    return f"Zero-evidence rows {what}: " + ", ".join(f"{a} {n}" for a, n in counts.items())
+
+
 def zero_evidence_text(zero_evidence_score: float | None) -> str:
     """How a table's note states the zero-evidence rule it used."""
     if zero_evidence_score is None:

@@ -21,6 +21,8 @@ import pandas as pd
 from gcpc.analysis.annotations import CRITERION_LABELS, PROGRESS, Annotations, TrajectoryResolver, read_annotations
 from gcpc.analysis.common import (
     outcome_free_values,
+    zero_evidence_count_text,
+    zero_evidence_counts,
     zero_evidence_text,
     write_result_files,
     active_scores,
@@ -248,6 +250,7 @@ def rq2(metrics: pd.DataFrame, ann: Annotations | None, cfg: dict[str, Any] | No
     judges = judge_identity(with_method_arm(metrics, c["default_variants"]))
     result: dict[str, Any] = {"config": {k: c[k] for k in ("scores", "zero_evidence_score", "bootstrap", "rq2")},
                               "judges": judges}
+    result["zero_evidence_counts"] = zero_evidence_counts(with_method_arm(metrics, c["default_variants"]))
     if ann is None:
         result.update(available=False, reason=unavailable or "no annotation file")
         return jsonable(result)
@@ -309,7 +312,8 @@ def _provenance_note(result: dict[str, Any]) -> str:
             f"{a['n_excluded']} excluded). Judges: {judges}. Q2 agreement counts comparable pairs only (humans preferred "
             f"one side and the method's scores differ; majority over annotators per pair). ρ: Spearman with the mean "
             f"rating, {level}% task-clustered bootstrap CI. α: Krippendorff (interval for Q1/Q1b, nominal for Q3). "
-            f"{zero_evidence_text(result['config']['zero_evidence_score'])}.")
+            f"{zero_evidence_text(result['config']['zero_evidence_score'])}; "
+            f"{zero_evidence_count_text(result.get('zero_evidence_counts') or {}, result['config']['zero_evidence_score'])}.")
 
 
 def table2_rows(result: dict[str, Any]) -> tuple[list[list[str]], list[tuple[str, int]]]:

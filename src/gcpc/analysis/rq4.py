@@ -23,6 +23,8 @@ from typing import Any
 import pandas as pd
 
 from gcpc.analysis.common import (
+    zero_evidence_count_text,
+    zero_evidence_counts,
     zero_evidence_text,
     write_result_files,
     ANALYZE,
@@ -212,6 +214,7 @@ def rq4(metrics: pd.DataFrame, labels: pd.DataFrame | None, rq1_result: dict[str
         result["panel_c"]["idle_floor"] = {"available": True, "judge": controls.get("judge"), "outcome": controls.get("idle_outcome"),
                                            "arms": {a: e["idle"] for a, e in controls["arms"].items()}}
     result["panel_c"]["real_idle"] = real_idle_floor(m)
+    result["zero_evidence_counts"] = zero_evidence_counts(m)
     result["panel_c"]["schema_falsification"] = schema or {"available": False, "reason": "not read"}
     return jsonable(result)
 
@@ -304,7 +307,8 @@ def _note(result: dict[str, Any]) -> str:
     level = int(round(100 * result["config"]["bootstrap"]["ci"]))
     return (f"Judges: {judges}. CIs: {level}% task-clustered bootstrap. Panel B recomputes scores from the plain judge labels "
             "(labels.parquet) with gcpc.scoring.metrics; "
-            f"{zero_evidence_text(result['config']['zero_evidence_score'])} ('excluded' in Panel B). Panel C's Abstain → No uses the configured outcome step "
+            f"{zero_evidence_text(result['config']['zero_evidence_score'])} ('excluded' in Panel B; "
+            f"{zero_evidence_count_text(result.get('zero_evidence_counts') or {}, result['config']['zero_evidence_score'])}). Panel C's Abstain → No uses the configured outcome step "
             f"(endpoint {'on' if result['scoring']['endpoint'] else 'off'}, propagation "
             f"{'on' if result['scoring']['pass_propagation'] else 'off'}).")
 

@@ -28,6 +28,8 @@ import pandas as pd
 
 from gcpc.analysis.common import (
     outcome_free_values,
+    zero_evidence_count_text,
+    zero_evidence_counts,
     zero_evidence_text,
     write_result_files,
     active_scores,
@@ -220,7 +222,8 @@ def rq5(metrics: pd.DataFrame, cfg: dict[str, Any] | None = None, *, rejudge_sco
               "reliability": reliability(rejudge_scores, rejudge_labels, rejudge_summary, c),
               "judge_swap": judge_swap(rejudge_scores, rejudge_summary, c),
               "transfer": transfer_table(list(c["rq5"]["transfer_table"])),
-              "pair_diagnosis": pair_diagnosis(metrics, c)}
+              "pair_diagnosis": pair_diagnosis(metrics, c),
+              "zero_evidence_counts": zero_evidence_counts(with_method_arm(metrics, c["default_variants"]))}
     return jsonable(result)
 
 
@@ -284,7 +287,8 @@ def _note(result: dict[str, Any]) -> str:
     parts.append(f"Transfer table: {tr['path']}." if tr.get("available") else f"Transfer table not available: {tr['reason']}.")
     level = int(round(100 * result["config"]["bootstrap"]["ci"]))
     parts.append(f"CIs: {level}% task-clustered bootstrap. Sign test: exact two-sided binomial test on untied pairs. "
-                 f"{zero_evidence_text(result['config']['zero_evidence_score'])}.")
+                 f"{zero_evidence_text(result['config']['zero_evidence_score'])}; "
+                 f"{zero_evidence_count_text(result.get('zero_evidence_counts') or {}, result['config']['zero_evidence_score'])}.")
     return " ".join(parts)
 
 

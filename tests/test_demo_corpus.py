@@ -26,7 +26,8 @@ from gcpc.synthesis.stage import synthesize_all
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "data" / "demo"
-ALL_ARMS = ("gcpc", "gcpc_gate", "generic", "tick", "tick_adapted", "holistic")
+ALL_ARMS = ("gcpc", "gcpc_gate", "generic", "tick", "tick_adapted", "holistic", "floor_exit0", "floor_steps", "floor_log_length",
+            "floor_clean_tail")
 
 
 def composed_arms(choice: str = "all") -> dict:
@@ -99,7 +100,7 @@ def test_every_item_quotes_its_instruction_verbatim(built):
 
 def test_all_yaml_composes_every_arm(params):
     assert tuple(params["arm"]) == ALL_ARMS
-    singles = sorted(p.stem for p in (ROOT / "conf" / "arm").glob("*.yaml") if p.stem not in ("all", "gcpc_both"))
+    singles = sorted(p.stem for p in (ROOT / "conf" / "arm").glob("*.yaml") if p.stem not in ("all", "gcpc_both", "floors"))
     assert sorted(params["arm"]) == singles
 
 
@@ -115,11 +116,12 @@ def test_every_arm_scores_every_trajectory(built):
         # a score, or (checklist-like arms only) the zero-evidence flag that says why there is none
         assert (rows["gcpc_plain"].notna() | rows["zero_evidence"].astype(bool)).all(), arm
         binary = rows[rows["outcome"].isin(["PASS", "FAIL"])]
-        if arm != "holistic":
+        if arm != "holistic" and not arm.startswith("floor_"):
             assert binary["gcpc_outcome"].notna().all() and binary["gcpc_per_test"].notna().all(), arm
     kinds = metrics.groupby("arm")["arm_kind"].first().to_dict()
     assert kinds == {"gcpc": "checklist", "gcpc_gate": "checklist", "generic": "generic", "tick": "tick",
-                     "tick_adapted": "tick", "holistic": "holistic"}
+                     "tick_adapted": "tick", "holistic": "holistic", "floor_exit0": "floor", "floor_steps": "floor",
+                     "floor_log_length": "floor", "floor_clean_tail": "floor"}
 
 
 def test_tick_judges_each_question_in_its_own_call(built):

@@ -27,7 +27,8 @@ from gcpc.analysis.common import DEFAULTS, resolve_analysis
 ROOT = Path(__file__).resolve().parents[1]
 
 STAGES = ("gcpc.analysis.__main__", "gcpc.report.__main__", "gcpc.analysis.rejudge", "gcpc.analysis.controls",
-          "gcpc.analysis.rq2", "gcpc.analysis.rq3", "gcpc.analysis.rq4", "gcpc.analysis.rq5", "gcpc.report.build")
+          "gcpc.analysis.rq2", "gcpc.analysis.rq3", "gcpc.analysis.rq4", "gcpc.analysis.rq5", "gcpc.analysis.floors",
+          "gcpc.analysis.item_validity", "gcpc.report.build")
 
 
 def _compose(overrides: list[str]) -> dict:

@@ -37,5 +37,8 @@ class Judgment(BaseModel):
     error: str | None = None
     evidence_gate: bool
     labels: list[ItemLabel] = Field(default_factory=list)
-    score: float | None = Field(default=None, description="holistic arms: the judge's 0-10 score (labels stay empty)")
+    score: float | None = Field(default=None, description="holistic arms: the judge's 0-10 score; floor arms: the floor score "
+                                                          "in [0, 1] (labels stay empty)")
     rationale: str | None = Field(default=None, description="holistic arms: the judge's short rationale")
+    floor: dict[str, int | list[int]] | None = Field(
+        default=None, description="floor arms (no model): the outcome-blind features of the judge-visible log behind `score`")

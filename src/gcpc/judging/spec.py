@@ -75,6 +75,10 @@ class ArmSpec:
     evidence_gate: bool = False  # the paper's setting; the gate is the named extension arm gcpc_gate
     max_event_chars: int = 4000
     questions: tuple[str, ...] = ()
+    feature: str | None = None
+    """floor arms: which outcome-blind feature of the log is the score (judging.floor_arm.FLOORS)"""
+    tail_events: int = 3
+    """floor arms: how many trailing evidence events make "the last part of the log" (clean_tail)"""
 
     @classmethod
     def from_params(cls, name: str, cfg: dict[str, Any], judging: dict[str, Any]) -> ArmSpec:
@@ -89,7 +93,7 @@ class ArmSpec:
         return cls(name=name, kind=cfg["kind"], template=Path(cfg["template"]),
                    evidence_gate=bool(cfg.get("evidence_gate", False)),
                    max_event_chars=int(judging.get("max_event_chars", 4000)),
-                   questions=tuple(questions))
+                   questions=tuple(questions), feature=cfg.get("feature"), tail_events=int(cfg.get("tail_events", 3)))
 
     def template_file(self, name: str) -> Path:
         """A named prompt inside a template folder (e.g. TICK's 'generate.jinja')."""

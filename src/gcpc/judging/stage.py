@@ -14,6 +14,7 @@ from typing import Any
 from gcpc.corpus.models import Task, Trajectory
 from gcpc.io import read_models, write_jsonl
 from gcpc.judging.checklist_arm import judge_checklist_arm, judge_generic_arm
+from gcpc.judging.floor_arm import judge_floor_arm
 from gcpc.judging.holistic_arm import judge_holistic_arm
 from gcpc.judging.models import Judgment
 from gcpc.judging.spec import ArmInputs, ArmSpec, redact_run_metadata
@@ -28,6 +29,8 @@ class ArmKind:
     reads: tuple[str, ...]
     """Ingest/synthesis outputs the kind reads besides trajectories: 'checklists' and/or 'tasks' (instructions)."""
     summary: str
+    uses_model: bool = True
+    """False for floor arms: no LLM request is made (their call store stays empty)."""
 
 
 ARM_KINDS: dict[str, ArmKind] = {
@@ -35,6 +38,7 @@ ARM_KINDS: dict[str, ArmKind] = {
     "generic": ArmKind(judge_generic_arm, ("tasks",), "fixed task-agnostic questions judged like a checklist"),
     "tick": ArmKind(judge_tick_arm, ("tasks",), "TICK: generated yes/no questions, one call per question"),
     "holistic": ArmKind(judge_holistic_arm, ("tasks",), "one 0-10 score with a rationale"),
+    "floor": ArmKind(judge_floor_arm, (), "outcome-blind floor: one feature of the judge-visible log, no model", uses_model=False),
 }
 
 

@@ -16,11 +16,13 @@ from typing import Any
 
 from gcpc.analysis.common import ANALYZE, FIGURES, first_existing, fmt, fmt_ci, fmt_share, judges_text, resolve_analysis
 from gcpc.io import write_text
+from gcpc.report.baselines import floors_section, validity_section
 
 REPORT = FIGURES / "report.md"
 
 TABLES = {
     "rq1": ["rq1_table.md", "rq1_paired.md", "rq1_by_condition.md"],
+    "baselines": ["rq1_floors.md", "item_validity.md"],  # embedded by report/baselines.py
     "rq2": ["table2_human.md"],
     "rq3": ["rq3_table.md"],
     "rq4": ["table3_ablations.md"],
@@ -115,6 +117,8 @@ def build_report(params: dict[str, Any], analyze_dir: Path = ANALYZE, fig_dir: P
         _heuristic_warning(judges, generator),
     ]
 
+    lines += validity_section(analyze_dir, fig_dir, _embed_table)
+
     # RQ1
     ref = rq1.get("reference") or {}
     lines += ["## RQ1: does GCPC rank PASS above FAIL?", ""]
@@ -147,6 +151,7 @@ def build_report(params: dict[str, Any], analyze_dir: Path = ANALYZE, fig_dir: P
                          f"{fmt_share(e.get('agreement'))} | {e['n_pass'] + e['n_fail']} ({e['n_pass']}/{e['n_fail']}) |")
         lines += ["", "Perfect = no item No after the official-outcome step, endpoint excluded (uses the outcome). "
                   "The paper reports 97.6 % of PASS Perfect and 66.4 % of FAIL not Perfect.", ""]
+    lines += floors_section(analyze_dir, fig_dir, _embed_table)
     for t in TABLES["rq1"]:
         lines += [_embed_table(fig_dir, t), ""]
     for stem, cap in FIGURE_STEMS["rq1"]:

@@ -16,6 +16,10 @@ DIR/study.json and DIR/study.md:
   a score an arm does not produce (holistic: the outcome variants) is reported as not produced;
 * judge accuracy (finalize's judge_accuracy.json): plain labels of assertion-route items against
   per-test verifier results;
+* the floors (gcpc.analysis.floors): AUC of each outcome-blind floor arm and each judge arm's paired
+  ΔAUC against the best floor on its own trajectories;
+* item-level validity (gcpc.analysis.item_validity): agreement and Cohen's κ of assertion-route labels
+  with per-test results, task-clustered CIs, split by test outcome, and the generated-route share;
 * an audit of the judge-visible logs: how many trajectories' rendered logs contain their own
   harness or model string (the log text itself, e.g. a launch command, not the metadata fields).
 """
@@ -160,6 +164,12 @@ def markdown(study: dict[str, Any]) -> str:
         lines.append(f"| {arm} | {p['n']} | {p['n_decided']} | {p['agreement']} | {p['n_abstain']} ({p['abstain_share']}) | "
                      f"{r['agreement']} | {p['truth_yes']['agreement']} ({p['truth_yes']['n_decided']}) | "
                      f"{p['truth_no']['agreement']} ({p['truth_no']['n_decided']}) |")
+    if "floors" in study:
+        from gcpc.analysis.floors import floors_markdown
+        from gcpc.analysis.item_validity import validity_markdown
+
+        lines += ["", "## Outcome-blind floors", "", floors_markdown(study["floors"]).rstrip(),
+                  "", "## Item-level validity", "", validity_markdown(study["item_validity"]).rstrip()]
     audit = study["metadata_in_log"]
     lines += ["", f"Judge-visible logs containing the run's own harness string: {audit['harness_in_log']} of {audit['n']}; "
                   f"model string: {audit['model_in_log']} of {audit['n']}."]
@@ -185,6 +195,11 @@ def run_study(data: str, out: Path, *, arms: str = "all", harness: str | None = 
                  for arm in params["arm"]}
     metrics = finalize_run(params, out / "ingest", out / "judge", out / "finalize", out / "finalize.json")
     accuracy = json.loads((out / "finalize" / "judge_accuracy.json").read_text())
+    from gcpc.analysis.floors import floor_comparison
+    from gcpc.analysis.item_validity import item_validity
+
+    analysis = params.get("analysis") or {}
+    labels = pd.read_parquet(out / "finalize" / "labels.parquet")
     study = {
         "command": command, "data": data, "arms": list(params["arm"]), "harness": harness, "min_agent_steps": min_agent_steps,
         "judge": {k: params["judge"].get(k) for k in ("provider", "model")},
@@ -193,6 +208,8 @@ def run_study(data: str, out: Path, *, arms: str = "all", harness: str | None = 
         "judged": {arm: {s: sum(j.status == s for j in js) for s in ("ok", "skipped", "failed")} for arm, js in judgments.items()},
         "auc": auc_table(metrics, params.get("analysis") or {}),
         "judge_accuracy": accuracy,
+        "floors": floor_comparison(metrics, analysis),
+        "item_validity": item_validity(labels, metrics, analysis),
         "metadata_in_log": metadata_in_log(result.trajectories, int(params.get("judging", {}).get("max_event_chars", 4000))),
     }
     write_json(out / "study.json", study)

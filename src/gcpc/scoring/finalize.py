@@ -13,6 +13,8 @@ Outputs (data/processed/finalize/):
   zero_evidence / zero_evidence_reason: every item Abstain (checklist-like arms) or, for arms that
   cannot abstain (Holistic, TICK), a log with no tool output or file content. Such rows stay in the
   table (with their scores) and every outcome-free analysis excludes them (paper §4).
+  Floor arms (kind floor, no model) likewise: gcpc_plain is the floor score in [0, 1], perfect is
+  undefined; zero evidence is read off the log, as for Holistic and TICK.
 * variants.parquet - the same judgments in long form, one row per (trajectory, arm, variant) with
   variant in plain / plain_ungated / outcome / per_test: score, perfect and Yes/No/Abstain counts.
 * labels.parquet - one row per item label (plus the endpoint item), with the per-test truth.
@@ -61,6 +63,18 @@ def _holistic_row(j: Judgment, outcome: str) -> tuple[dict[str, Any], list[dict[
            "holistic_score": j.score}
     long = [{"variant": v, "score": rescaled if v.startswith("plain") else None,
              "perfect": (j.score == HOLISTIC_MAX) if v.startswith("plain") else None,
+             "n_yes": 0, "n_no": 0, "n_abstain": 0} for v in ("plain", "plain_ungated", "outcome", "per_test")]
+    return row, long
+
+
+def _floor_row(j: Judgment) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Floor arms (no model): the floor score is gcpc_plain; nothing is labelled, no outcome variant."""
+    if j.score is None:
+        raise ValueError(f"judgments for arm '{j.arm}': floor judgment of {j.trajectory_id} has no score")
+    row = {"n_items": 0, "n_yes": 0, "n_no": 0, "n_abstain": 0, "n_downgraded": 0, "gcpc_plain": j.score,
+           "gcpc_outcome": None, "perfect": None, "evidence_coverage": None, "zero_evidence": False,
+           "gcpc_plain_ungated": j.score, "gcpc_per_test": None, "perfect_per_test": None, "n_truth": 0, "holistic_score": None}
+    long = [{"variant": v, "score": j.score if v.startswith("plain") else None, "perfect": None,
              "n_yes": 0, "n_no": 0, "n_abstain": 0} for v in ("plain", "plain_ungated", "outcome", "per_test")]
     return row, long
 
@@ -117,7 +131,8 @@ def finalize_tables(trajectories: list[Trajectory], judgments: list[Judgment], c
             excluded.append({"trajectory_id": j.trajectory_id, "arm": j.arm, "reason": f"judge {j.status}: {j.error}"})
             continue
         outcome = traj.outcome.status
-        row, long = _holistic_row(j, outcome) if j.kind == "holistic" else _checklist_row(j, traj, s)
+        row, long = (_holistic_row(j, outcome) if j.kind == "holistic" else _floor_row(j) if j.kind == "floor"
+                     else _checklist_row(j, traj, s))
         reason = zero_evidence_reason(j.kind, j.labels, traj.events)
         row.update(zero_evidence=reason is not None, zero_evidence_reason=reason)
         meta = {k: getattr(traj, k) for k in META}

@@ -70,8 +70,8 @@ def is_zero_evidence(labels: Sequence[ItemLabel]) -> bool:
     return all(lab.label == "Abstain" for lab in items)
 
 
-NO_ABSTAIN_KINDS = ("holistic", "tick")
-"""Arm kinds whose answers cannot be Abstain: for them zero evidence is read off the log itself."""
+NO_ABSTAIN_KINDS = ("holistic", "tick", "floor")
+"""Arm kinds whose answers cannot be Abstain (floors: no answers at all): for them zero evidence is read off the log itself."""
 
 
 def log_has_evidence(events: Sequence[Event]) -> bool:

@@ -200,6 +200,22 @@ def test_item_validity_by_hand_per_benchmark_and_pooled():
     assert "| b1 | gate_on | 8 | 6 | 0.500 |" in md and "0.333" in md and tex.startswith(r"\begin{tabular}")
 
 
+def test_item_validity_leaves_out_zero_evidence_pairs_as_every_analysis_does():
+    labels, meta = _labels_frame()
+    allabstain = pd.DataFrame([{"trajectory_id": "r4", "arm": "gate_on", "item_id": f"i{n}", "route": "assertion", "label_plain": "Abstain",
+                                "truth_per_test": "No"} for n in range(3)])
+    labels = pd.concat([labels, allabstain], ignore_index=True)
+    rows = [m | {"arm": a, "zero_evidence": False} for m in meta.to_dict("records") for a in ("gate_on", "gate_off", "tick")]
+    rows.append({"trajectory_id": "r4", "benchmark": "b2", "task_id": "t4", "arm": "gate_on", "zero_evidence": True})
+    metrics = pd.DataFrame(rows)
+    paper = item_validity(labels, metrics, {"bootstrap": BOOT})
+    assert paper["zero_evidence_excluded"] == {"n_trajectory_arms": 1, "n_items": 3, "n_items_with_truth": 3}
+    assert paper["benchmarks"]["b2"]["gate_on"]["n"] == 2 and paper["benchmarks"]["b2"]["gate_on"]["n_abstain"] == 0
+    scored = item_validity(labels, metrics, {"bootstrap": BOOT, "zero_evidence_score": 0.0})
+    assert scored["benchmarks"]["b2"]["gate_on"]["n"] == 5 and scored["benchmarks"]["b2"]["gate_on"]["n_abstain"] == 3
+    assert "excluded, as in every analysis" in validity_markdown(paper)
+
+
 def test_item_validity_names_a_trajectory_missing_from_metrics():
     labels, metrics = _labels_frame()
     with pytest.raises(ValueError, match="r3 is not in the metrics table"):

@@ -8,7 +8,9 @@ match) is compared with the best floor on exactly the trajectories that arm scor
 with the highest AUC there is chosen (picking it on the same data favours the floor, which is the
 conservative direction), then paired ΔAUC = AUC(arm) − AUC(best floor) on those trajectories
 from the same task-clustered resamples. Undefined plain scores (zero evidence) are handled as in
-RQ1 (`analysis.zero_evidence_score`). Floors are found by `arm_kind`, never by arm id.
+RQ1 (excluded by default, `analysis.zero_evidence_score`); a floor's zero-evidence rows (a log with no
+tool output or file content, as for Holistic) are left out of the floor side, so the pairs are the
+trajectories both sides keep. Floors are found by `arm_kind`, never by arm id.
 
 `python -m gcpc.analysis.floors` (the `floors` stage) writes data/processed/analyze/floors.json,
 metrics/floors.json and figures/rq1_floors.{md,tex}.
@@ -20,7 +22,7 @@ from typing import Any
 
 import pandas as pd
 
-from gcpc.analysis.common import fmt, fmt_ci, jsonable, latex_table, markdown_table
+from gcpc.analysis.common import fmt, fmt_ci, jsonable, latex_table, markdown_table, zero_evidence_text
 from gcpc.analysis.rq1 import CLUSTER, LABEL, decided, resolve_config, score_values
 from gcpc.analysis.stats import clustered_auc_bootstrap, paired_delta_auc
 
@@ -93,9 +95,9 @@ def floor_comparison(metrics: pd.DataFrame, cfg: dict[str, Any] | None = None) -
     result["available"] = True
     wide = None
     for f in floors:
-        frows = rows[rows["arm"] == f]
-        result["floors"][f] = {"feature": str(frows["judge_model"].iloc[0]).removeprefix("floor:") if "judge_model" in frows else f,
-                               **_auc(frows, SCORE, boot)}
+        frows, finfo = score_values(rows[rows["arm"] == f], SCORE, zes)
+        result["floors"][f] = {"feature": str(rows.loc[rows["arm"] == f, "judge_model"].iloc[0]).removeprefix("floor:")
+                               if "judge_model" in rows else f, **finfo, **_auc(frows, SCORE, boot)}
         col = frows[["trajectory_id", SCORE]].rename(columns={SCORE: f})
         wide = col if wide is None else wide.merge(col, on="trajectory_id", how="inner", validate="one_to_one")
     for arm in judges:
@@ -157,12 +159,12 @@ def _rows(result: dict[str, Any]) -> tuple[list[list[str]], list[list[str]]]:
 
 def _note(result: dict[str, Any]) -> str:
     b = result["bootstrap"]
-    zes = result["zero_evidence_score"]
     return (f"Floors: outcome-blind scores of the judge-visible log, no model (docs/floors.md). Per arm, `{result['score']}` "
             f"against the floor with the highest AUC on the same PASS/FAIL trajectories (chosen on those data, which favours "
             f"the floor); paired ΔAUC with a {int(round(100 * b['ci']))}% percentile CI from {b['n_resamples']} task-clustered "
-            f"resamples (seed {b['seed']}) shared by both AUCs. Zero-evidence plain scores "
-            f"{'dropped' if zes is None else f'scored {zes:g}'}, as in RQ1. floors.json has ΔAUC against every floor.")
+            f"resamples (seed {b['seed']}) shared by both AUCs. As in RQ1: {zero_evidence_text(result['zero_evidence_score'])}; "
+            f"a floor cannot abstain, so for it, as for Holistic, zero evidence is a log with no tool output or file content. "
+            f"floors.json has ΔAUC against every floor.")
 
 
 def floors_markdown(result: dict[str, Any]) -> str:

@@ -4,12 +4,15 @@ The one measurement an outcome-blind floor cannot fake. An assertion-route item 
 verifier tests; when the trajectory's per-test results cover them they give the item a truth
 (Yes when every referenced test passed, No when any failed: scoring.metrics.per_test_truth,
 already in finalize's labels.parquet as `truth_per_test`). Against it, per benchmark and arm,
-the plain label (log only, after the evidence gate, before the official-outcome step):
+the plain label (log only, before the official-outcome step; after the evidence-citation gate in
+an arm that has it):
 
 * agreement over decided (Yes/No) labels, with a task-clustered percentile CI;
 * Cohen's κ of decided labels against truth (chance-corrected: a judge saying Yes to everything
   agrees often where most tests pass, κ says 0); checked against scikit-learn in the tests;
-* the Abstain share (Abstain is neither agreement nor disagreement);
+* the Abstain share (Abstain is neither agreement nor disagreement); zero-evidence (trajectory,
+  arm) pairs (every item Abstain) are left out by default, as in every analysis (paper §4), and
+  counted;
 * agreement where the tests passed and where they failed, each with its CI: a lexical judge
   says Yes to items whose tests failed, which only the second shows.
 
@@ -117,20 +120,32 @@ def item_validity(labels: pd.DataFrame, metrics: pd.DataFrame, cfg: dict[str, An
     unknown = items[items["benchmark"].isna()]
     if len(unknown):
         raise ValueError(f"labels table: trajectory {unknown['trajectory_id'].iloc[0]} is not in the metrics table")
+    # the paper's rule (§4), as in every analysis: a zero-evidence (trajectory, arm) is left out by default
+    ze_key: set[tuple[str, str]] = set()
+    if {"zero_evidence", "arm"} <= set(metrics.columns):
+        ze_rows = metrics[metrics["zero_evidence"].fillna(False).astype(bool)]
+        ze_key = set(zip(ze_rows["trajectory_id"].astype(str), ze_rows["arm"].astype(str), strict=True))
+    items["_zero_evidence"] = [(t, a) in ze_key for t, a in zip(items["trajectory_id"].astype(str), items["arm"].astype(str), strict=True)]
+    zes = c["zero_evidence_score"]
+    excluded = items[items["_zero_evidence"]] if zes is None else items.iloc[:0]
+    items = items[~items["_zero_evidence"]] if zes is None else items
     items["_cluster"] = items["benchmark"].astype(str) + "/" + items["task_id"].astype(str)
     benchmarks = sorted(items["benchmark"].astype(str).unique().tolist())
     scopes = benchmarks + ([POOLED] if len(benchmarks) > 1 else [])
     result: dict[str, Any] = {
         "definition": ("assertion-route items whose referenced tests all have per-test results (or one failed): truth Yes "
-                       "when all passed, No when any failed; against the plain label (after the evidence gate, before the "
+                       "when all passed, No when any failed; against the plain label (log only, before the "
                        "official-outcome step). Agreement and κ over decided labels; Abstain share over all items with a "
-                       "truth; CIs resample tasks"),
+                       "truth; CIs resample tasks; the evidence-citation gate applies only in arms that have it"),
         "generated_route": ("generated-route items are not checked: their deterministic check would have to run against the "
                             "task's final environment, which the data do not hold; their share is reported separately"),
-        "bootstrap": boot, "benchmarks": {}, "not_applicable": {},
+        "bootstrap": boot, "zero_evidence_score": zes, "benchmarks": {}, "not_applicable": {},
+        "zero_evidence_excluded": {"n_trajectory_arms": int(excluded[["trajectory_id", "arm"]].drop_duplicates().shape[0]),
+                                   "n_items": int(len(excluded)),
+                                   "n_items_with_truth": int(excluded["truth_per_test"].isin(["Yes", "No"]).sum())},
     }
-    for arm in sorted(items["arm"].astype(str).unique().tolist()):
-        if not (items.loc[items["arm"] == arm, "route"] == "assertion").any():
+    for arm in sorted(set(items["arm"].astype(str)) | set(excluded["arm"].astype(str))):
+        if not (pd.concat([items, excluded]).query("arm == @arm")["route"] == "assertion").any():
             result["not_applicable"][arm] = "the arm labels no assertion-route items"
     for scope in scopes:
         in_scope = items if scope == POOLED else items[items["benchmark"] == scope]
@@ -192,12 +207,20 @@ def _rows(result: dict[str, Any]) -> list[list[str]]:
 def _note(result: dict[str, Any]) -> str:
     b = result["bootstrap"]
     na = "; ".join(f"`{a}`: {why}" for a, why in sorted(result["not_applicable"].items()))
-    return (f"Assertion-route items with per-test verifier results: plain judge label (after the evidence gate, before the "
-            f"official-outcome step) against the tests' truth. Agreement and Cohen's κ over decided (Yes/No) labels; Abstain "
+    return (f"Assertion-route items with per-test verifier results: plain judge label (log only, before the official-outcome "
+            f"step; after the evidence-citation gate for an arm that has it) against the tests' truth. Agreement and Cohen's κ over decided (Yes/No) labels; Abstain "
             f"share over all items with a truth; agreement split by whether the referenced tests passed or failed (n = decided "
             f"items). {int(round(100 * b['ci']))}% percentile CIs from {b['n_resamples']} task-clustered resamples (seed "
             f"{b['seed']}). Generated-route items cannot be checked without the task's environment (docs/floors.md); their "
-            f"share of all labelled items is the last column." + (f" Not applicable: {na}." if na else ""))
+            f"share of all labelled items is the last column. {_ze_note(result)}" + (f" Not applicable: {na}." if na else ""))
+
+
+def _ze_note(result: dict[str, Any]) -> str:
+    z = result["zero_evidence_excluded"]
+    if result["zero_evidence_score"] is not None:
+        return "Zero-evidence trajectories are kept (variant `zero_evidence_score` set): their items count as Abstain."
+    return (f"Zero-evidence (trajectory, arm) pairs excluded, as in every analysis (paper §4): {z['n_trajectory_arms']}, "
+            f"with {z['n_items']} items ({z['n_items_with_truth']} with a truth, all Abstain).")
 
 
 def validity_markdown(result: dict[str, Any]) -> str:

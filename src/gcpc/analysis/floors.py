@@ -162,7 +162,7 @@ def _note(result: dict[str, Any]) -> str:
     return (f"Floors: outcome-blind scores of the judge-visible log, no model (docs/floors.md). Per arm, `{result['score']}` "
             f"against the floor with the highest AUC on the same PASS/FAIL trajectories (chosen on those data, which favours "
             f"the floor); paired ΔAUC with a {int(round(100 * b['ci']))}% percentile CI from {b['n_resamples']} task-clustered "
-            f"resamples (seed {b['seed']}) shared by both AUCs. As in RQ1: {zero_evidence_text(result['zero_evidence_score'])}; "
+            f"resamples (seed {b['seed']}) shared by both AUCs. {zero_evidence_text(result['zero_evidence_score'])}, here as in RQ1; "
             f"a floor cannot abstain, so for it, as for Holistic, zero evidence is a log with no tool output or file content. "
             f"floors.json has ΔAUC against every floor.")
 

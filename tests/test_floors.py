@@ -280,3 +280,17 @@ def test_no_floor_arm_is_reported_not_available():
     res = floor_comparison(m[m["arm_kind"] != "floor"], {"bootstrap": BOOT})
     assert res["available"] is False and "no floor arm" in res["reason"]
     assert "not available" in floors_markdown(res)
+
+
+def test_floor_stage_builds_no_provider_and_leaves_an_empty_call_store(tmp_path):
+    """The judge stage of a floor arm never constructs the configured provider (an unknown one here would fail)."""
+    from gcpc.io import write_jsonl
+    from gcpc.judging.stage import run as judge_run
+
+    ingest = tmp_path / "ingest"
+    write_jsonl(ingest / "trajectories.jsonl", [trajectory()])
+    params = floor_params() | {"judge": {"provider": "no-such-provider", "model": "m"}}
+    js = judge_run(params, "floor_exit0", ingest, tmp_path / "synth", tmp_path / "out", progress=False)
+    assert [j.score for j in js] == [pytest.approx(2 / 6)]
+    assert (tmp_path / "out" / "llm_calls.jsonl").read_text() == ""
+    assert (tmp_path / "out" / "judgments.jsonl").exists() and not (tmp_path / "out" / "usage_summary.json").exists()

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from gcpc.corpus.models import Task, Trajectory
-from gcpc.io import read_models, write_jsonl
+from gcpc.io import read_models, write_jsonl, write_text
 from gcpc.judging.checklist_arm import judge_checklist_arm, judge_generic_arm
 from gcpc.judging.floor_arm import judge_floor_arm
 from gcpc.judging.holistic_arm import judge_holistic_arm
@@ -52,7 +52,7 @@ def arm_spec(params: dict[str, Any], arm_name: str) -> ArmSpec:
     return arm
 
 
-def judge_arm(arm: ArmSpec, trajectories: Sequence[Trajectory], *, llm_cfg: dict[str, Any], client: LLMClient,
+def judge_arm(arm: ArmSpec, trajectories: Sequence[Trajectory], *, llm_cfg: dict[str, Any], client: LLMClient | None,
               checklists: dict[tuple[str, str], Checklist] | None = None,
               tasks: dict[tuple[str, str], Task] | None = None) -> list[Judgment]:
     """Judge trajectories with one arm (what the stage does, without the files)."""
@@ -71,7 +71,12 @@ def run(params: dict[str, Any], arm_name: str, ingest_dir: Path, synth_dir: Path
                   if "checklists" in reads else {})
     tasks = {(t.benchmark, t.task_id): t for t in read_models(ingest_dir / "tasks.jsonl", Task)} if "tasks" in reads else {}
     out_dir.mkdir(parents=True, exist_ok=True)
-    with llm_session(params["judge"], out_dir / "llm_calls.jsonl", progress=progress) as client:
-        judgments = judge_arm(arm, trajectories, llm_cfg=params["judge"], client=client, checklists=checklists, tasks=tasks)
+    if not ARM_KINDS[arm.kind].uses_model:
+        # floors: no provider is built (none is needed, no key is read); the call store is empty by construction
+        judgments = judge_arm(arm, trajectories, llm_cfg=params["judge"], client=None, checklists=checklists, tasks=tasks)
+        write_text(out_dir / "llm_calls.jsonl", "")
+    else:
+        with llm_session(params["judge"], out_dir / "llm_calls.jsonl", progress=progress) as client:
+            judgments = judge_arm(arm, trajectories, llm_cfg=params["judge"], client=client, checklists=checklists, tasks=tasks)
     write_jsonl(out_dir / "judgments.jsonl", judgments)
     return judgments

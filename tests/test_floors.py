@@ -211,6 +211,7 @@ def test_item_validity_leaves_out_zero_evidence_pairs_as_every_analysis_does():
     paper = item_validity(labels, metrics, {"bootstrap": BOOT})
     assert paper["zero_evidence_excluded"] == {"n_trajectory_arms": 1, "n_items": 3, "n_items_with_truth": 3}
     assert paper["benchmarks"]["b2"]["gate_on"]["n"] == 2 and paper["benchmarks"]["b2"]["gate_on"]["n_abstain"] == 0
+    assert paper["benchmarks"]["b2"]["gate_on"]["routes"]["n_items"] == 5  # route shares describe the whole checklists
     scored = item_validity(labels, metrics, {"bootstrap": BOOT, "zero_evidence_score": 0.0})
     assert scored["benchmarks"]["b2"]["gate_on"]["n"] == 5 and scored["benchmarks"]["b2"]["gate_on"]["n_abstain"] == 3
     assert "excluded, as in every analysis" in validity_markdown(paper)

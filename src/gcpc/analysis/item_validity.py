@@ -147,14 +147,16 @@ def item_validity(labels: pd.DataFrame, metrics: pd.DataFrame, cfg: dict[str, An
     for arm in sorted(set(items["arm"].astype(str)) | set(excluded["arm"].astype(str))):
         if not (pd.concat([items, excluded]).query("arm == @arm")["route"] == "assertion").any():
             result["not_applicable"][arm] = "the arm labels no assertion-route items"
+    every = pd.concat([items, excluded])  # the route shares describe the checklists: zero-evidence pairs included
     for scope in scopes:
         in_scope = items if scope == POOLED else items[items["benchmark"] == scope]
+        every_in_scope = every if scope == POOLED else every[every["benchmark"] == scope]
         per_arm: dict[str, Any] = {}
-        for arm in sorted(set(in_scope["arm"].astype(str)) - set(result["not_applicable"])):
+        for arm in sorted(set(every_in_scope["arm"].astype(str)) - set(result["not_applicable"])):
             mine = in_scope[in_scope["arm"] == arm]
             assertion = mine[mine["route"] == "assertion"]
             truth = assertion[assertion["truth_per_test"].isin(["Yes", "No"])]
-            entry: dict[str, Any] = {"routes": _routes(mine), "n_assertion_items": int(len(assertion)),
+            entry: dict[str, Any] = {"routes": _routes(every_in_scope[every_in_scope["arm"] == arm]), "n_assertion_items": int(len(assertion)),
                                      "n_assertion_items_without_truth": int(len(assertion) - len(truth))}
             if truth.empty:
                 entry.update(applicable=False, why="no assertion-route item has per-test results")
@@ -212,7 +214,7 @@ def _note(result: dict[str, Any]) -> str:
             f"share over all items with a truth; agreement split by whether the referenced tests passed or failed (n = decided "
             f"items). {int(round(100 * b['ci']))}% percentile CIs from {b['n_resamples']} task-clustered resamples (seed "
             f"{b['seed']}). Generated-route items cannot be checked without the task's environment (docs/floors.md); their "
-            f"share of all labelled items is the last column. {_ze_note(result)}" + (f" Not applicable: {na}." if na else ""))
+            f"share of all labelled items (zero-evidence pairs included) is the last column. {_ze_note(result)}" + (f" Not applicable: {na}." if na else ""))
 
 
 def _ze_note(result: dict[str, Any]) -> str:

@@ -140,13 +140,14 @@ def item_validity(labels: pd.DataFrame, metrics: pd.DataFrame, cfg: dict[str, An
         "generated_route": ("generated-route items are not checked: their deterministic check would have to run against the "
                             "task's final environment, which the data do not hold; their share is reported separately"),
         "bootstrap": boot, "zero_evidence_score": zes, "benchmarks": {}, "not_applicable": {},
-        "zero_evidence_excluded": {"n_trajectory_arms": int(excluded[["trajectory_id", "arm"]].drop_duplicates().shape[0]),
-                                   "n_items": int(len(excluded)),
-                                   "n_items_with_truth": int(excluded["truth_per_test"].isin(["Yes", "No"]).sum())},
     }
     for arm in sorted(set(items["arm"].astype(str)) | set(excluded["arm"].astype(str))):
         if not (pd.concat([items, excluded]).query("arm == @arm")["route"] == "assertion").any():
             result["not_applicable"][arm] = "the arm labels no assertion-route items"
+    mine_ex = excluded[~excluded["arm"].astype(str).isin(list(result["not_applicable"]))]
+    result["zero_evidence_excluded"] = {"n_trajectory_arms": int(mine_ex[["trajectory_id", "arm"]].drop_duplicates().shape[0]),
+                                        "n_items": int(len(mine_ex)),
+                                        "n_items_with_truth": int(mine_ex["truth_per_test"].isin(["Yes", "No"]).sum())}
     every = pd.concat([items, excluded])  # the route shares describe the checklists: zero-evidence pairs included
     for scope in scopes:
         in_scope = items if scope == POOLED else items[items["benchmark"] == scope]
@@ -221,8 +222,9 @@ def _ze_note(result: dict[str, Any]) -> str:
     z = result["zero_evidence_excluded"]
     if result["zero_evidence_score"] is not None:
         return "Zero-evidence trajectories are kept (variant `zero_evidence_score` set): their items count as Abstain."
-    return (f"Zero-evidence (trajectory, arm) pairs excluded, as in every analysis (paper §4): {z['n_trajectory_arms']}, "
-            f"with {z['n_items']} items ({z['n_items_with_truth']} with a truth, all Abstain).")
+    return (f"Zero-evidence (trajectory, arm) pairs of the arms above excluded, as in every analysis (paper §4): "
+            f"{z['n_trajectory_arms']}, with {z['n_items']} items, {z['n_items_with_truth']} of them with a truth (all Abstain: "
+            f"zero evidence means every item Abstain).")
 
 
 def validity_markdown(result: dict[str, Any]) -> str:

@@ -1,0 +1,50 @@
+"""Pipeline outputs up to finalize on the demo corpus, built in a temporary working directory.
+
+Shared by the audit-viewer and annotation-app tests: the same library calls the ingest,
+synthesize, judge and finalize stages make (heuristic provider, every arm of conf/arm/all.yaml).
+Not a test module (no test_ prefix); tests import it like tests/fakeservers.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def build_demo_outputs(work: Path) -> dict:
+    """Write data/processed/{ingest,synthesize,judge/<arm>,finalize} and params.yaml under `work`; returns params.
+
+    Runs with cwd = `work` (stages use relative paths) and restores the cwd afterwards.
+    """
+    from gcpc.corpus.ingest import ingest, write_outputs
+    from gcpc.judging.stage import run as judge_run
+    from gcpc.scoring.finalize import run as finalize_run
+    from gcpc.synthesis.generate import SynthesisSettings
+    from gcpc.synthesis.stage import synthesize_all
+
+    (work / "data").mkdir(exist_ok=True)
+    if not (work / "data" / "demo").exists():
+        os.symlink(ROOT / "data" / "demo", work / "data" / "demo")
+    if not (work / "prompts").exists():
+        os.symlink(ROOT / "prompts", work / "prompts")
+    params = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+    params["analysis"]["bootstrap"]["n_resamples"] = 200
+    cwd = Path.cwd()
+    os.chdir(work)
+    try:
+        (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
+        out = Path("data/processed")
+        result = ingest(dict(params["data"]), work)
+        write_outputs(result, out / "ingest")
+        synthesize_all(result.tasks, params["generator"], SynthesisSettings.from_params(params["synthesis"]), out / "synthesize",
+                       progress=False)
+        for arm in params["arm"]:
+            judge_run(params, arm, out / "ingest", out / "synthesize", out / "judge" / arm, progress=False)
+        finalize_run(params, out / "ingest", out / "judge", out / "finalize", Path("metrics/finalize.json"))
+    finally:
+        os.chdir(cwd)
+    return params

@@ -244,6 +244,8 @@ def study_from_outputs(db_path: str | Path, params: dict[str, Any], annotators: 
                        protocol_path: str | Path = PROTOCOL, description: str = "", illustrative: bool = False,
                        **plan_options: Any) -> StudyPlan:
     """Create a study from the ingest and synthesis outputs (never from judgments or metrics)."""
+    if Path(db_path).exists():
+        raise FileExistsError(f"{db_path}: a study database already exists (it holds annotations; move it away first)")
     for p in (ingest_dir / "trajectories.jsonl", ingest_dir / "tasks.jsonl", synth_dir / "checklists.jsonl"):
         if not p.exists():
             raise FileNotFoundError(f"{p}: not found (run `dvc repro synthesize` first)")

@@ -1,0 +1,322 @@
+"""Annotation app: assignment, protocol order, blindness (no outcome or score in any page), export/import.
+
+Pages are fetched with Flask's test client here; tests/test_browser.py drives the same app in Chromium.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from markupsafe import escape
+
+from demo_outputs import ROOT, build_demo_outputs
+from gcpc.analysis.annotations import read_annotations
+from gcpc.annotate.app import create_app
+from gcpc.annotate.study import (
+    ProtocolError,
+    Study,
+    export_jsonl,
+    import_annotations,
+    load_protocol,
+    plan_study,
+    study_from_outputs,
+)
+from gcpc.corpus.models import Trajectory
+from gcpc.io import read_models
+
+PROTOCOL = ROOT / "prompts" / "annotation" / "protocol.yaml"
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    work = tmp_path_factory.mktemp("annotate")
+    params = build_demo_outputs(work)
+    return work, params
+
+
+def _study(work: Path, params: dict, name: str, annotators=("A1", "A2", "A3"), **opts) -> Path:
+    db = work / f"{name}.sqlite"
+    study_from_outputs(db, params, list(annotators), ingest_dir=work / "data/processed/ingest",
+                       synth_dir=work / "data/processed/synthesize", protocol_path=PROTOCOL, illustrative=True,
+                       description="test study", **opts)
+    return db
+
+
+def _trajectories(work: Path) -> dict[str, Trajectory]:
+    return {t.trajectory_id: t for t in read_models(work / "data/processed/ingest/trajectories.jsonl", Trajectory)}
+
+
+# --------------------------------------------------------------------------- assignment
+
+
+def test_plan_gives_every_trajectory_overlap_annotators_and_is_seeded(demo):
+    work, _ = demo
+    trajs = list(_trajectories(work).values())
+    plan = plan_study(trajs, ["A1", "A2", "A3", "A4"], overlap=2, seed=3)
+    raters: dict[str, list[str]] = {}
+    for a, ids in plan.assignments.items():
+        assert len(ids) == len(set(ids))
+        for i in ids:
+            raters.setdefault(i, []).append(a)
+    assert set(raters) == {t.trajectory_id for t in trajs}
+    assert all(len(v) == 2 for v in raters.values())
+    # whole tasks go to the same raters, so every pair of a task is compared by both
+    task_of = {t.trajectory_id: t.task_id for t in trajs}
+    for key, pairs in plan.pairs.items():
+        ids = plan.trajectories[key]
+        assert len(pairs) == len(ids) * (len(ids) - 1) // 2
+        assert all(task_of[a] == task_of[b] == key.split("/", 1)[1] for a, b in pairs)
+        assert len({tuple(sorted(raters[i])) for i in ids}) == 1
+    loads = [len(v) for v in plan.assignments.values()]
+    biggest = max(len(v) for v in plan.trajectories.values())
+    assert max(loads) - min(loads) <= biggest
+    assert plan_study(trajs, ["A1", "A2", "A3", "A4"], overlap=2, seed=3) == plan
+    assert plan_study(trajs, ["A1", "A2", "A3", "A4"], overlap=2, seed=4).assignments != plan.assignments
+
+
+def test_plan_sampling_lists_what_it_leaves_out(demo):
+    work, _ = demo
+    trajs = list(_trajectories(work).values())
+    plan = plan_study(trajs, ["A1", "A2"], overlap=2, n_tasks=2, per_task=3, max_pairs_per_task=2, seed=0)
+    assert len(plan.trajectories) == 2 and all(len(v) == 3 for v in plan.trajectories.values())
+    chosen = {i for v in plan.trajectories.values() for i in v}
+    left_out = {e["trajectory"] for e in plan.excluded if "trajectory" in e}
+    tasks_out = {e["task"] for e in plan.excluded if "task" in e and "not sampled (n_tasks" in e["reason"]}
+    assert len(tasks_out) == 4
+    in_sampled_tasks = {t.trajectory_id for t in trajs if f"{t.benchmark}/{t.task_id}" in plan.trajectories}
+    assert left_out == in_sampled_tasks - chosen
+    assert all(len(p) == 2 for p in plan.pairs.values())
+    with pytest.raises(ValueError, match="overlap"):
+        plan_study(trajs, ["A1"], overlap=2)
+
+
+# --------------------------------------------------------------------------- blindness
+
+
+def _forbidden(traj: Trajectory, metrics: pd.DataFrame) -> list[str]:
+    """What would reveal the outcome or a score: outcome words, reward, per-test results, every score value."""
+    out = [traj.trajectory_id, traj.source_path, traj.condition]
+    if traj.outcome.raw:
+        out.append(traj.outcome.raw)
+    for _, r in metrics[metrics["trajectory_id"] == traj.trajectory_id].iterrows():
+        for col in ("gcpc_plain", "gcpc_outcome", "evidence_coverage", "gcpc_plain_ungated"):
+            v = r.get(col)
+            if v is None or pd.isna(v):
+                continue
+            out += [repr(float(v)), f"{v:.3f}", f"{v:.2f}"]
+        if r.get("holistic_score") is not None and not pd.isna(r.get("holistic_score")):
+            out += [f"{int(r['holistic_score'])}/10", f"{int(r['holistic_score'])} / 10"]
+    return out
+
+
+def _chrome(page: str, shown: list[str]) -> str:
+    """The page minus the displayed instruction and log text (which may legitimately contain numbers)."""
+    for text in sorted(shown, key=len, reverse=True):
+        if text:
+            page = page.replace(str(escape(text)), " ")
+    return page
+
+
+OUTCOME_WORDS = re.compile(r"\b(PASS|FAIL|PASSED|FAILED|reward|outcome)\b")
+
+
+def _assert_blind(page: str, study: Study, forbidden: list[str], where: str) -> None:
+    assert not OUTCOME_WORDS.search(page), (where, OUTCOME_WORDS.search(page).group(0))
+    chrome = _chrome(page, [r["text"] for r in study.con.execute("SELECT text FROM events")]
+                     + [r["instruction"] for r in study.con.execute("SELECT instruction FROM tasks")]
+                     + [r["text"] for r in study.con.execute("SELECT text FROM items")]
+                     + [r["quote"] for r in study.con.execute("SELECT quote FROM items")])
+    hits = [s for s in forbidden if s and re.search(rf"(?<![\w.]){re.escape(s)}(?![\w])", chrome)]
+    assert not hits, (where, hits[:5])
+
+
+def test_no_page_shows_outcome_or_scores_before_q1(demo):
+    """Every page an annotator can reach before submitting Q1 (start page, each assigned trajectory's
+    rating page, and the refused checklist and pair pages) leaks neither the outcome nor any score."""
+    work, params = demo
+    db = _study(work, params, "blind")
+    study = Study(db)
+    trajs = _trajectories(work)
+    metrics = pd.read_parquet(work / "data/processed/finalize/metrics.parquet")
+    ident = {r["log"]: r["trajectory_id"] for r in study.con.execute("SELECT log, trajectory_id FROM identities")}
+    all_forbidden = [s for t in trajs.values() for s in _forbidden(t, metrics)]
+    assert len(all_forbidden) > 5 * len(trajs)  # the check is not vacuous
+    client = create_app(db).test_client()
+    checked = 0
+    for annotator in study.annotators():
+        home = client.get("/").get_data(as_text=True)
+        _assert_blind(home, study, all_forbidden, "home")
+        first = client.get(f"/a/{annotator}/")
+        assert first.status_code == 302 and re.fullmatch(rf"/a/{annotator}/rate/\d+", first.headers["Location"])
+        for row in study.con.execute("SELECT log FROM assignments WHERE annotator = ?", (annotator,)).fetchall():
+            log = row["log"]
+            r = client.get(f"/a/{annotator}/rate/{log}")
+            assert r.status_code == 200
+            page = r.get_data(as_text=True)
+            _assert_blind(page, study, all_forbidden, f"{annotator} rate {log}")
+            assert ident[log] not in page
+            checked += 1
+            refused = client.get(f"/a/{annotator}/items/{log}")
+            assert refused.status_code == 403
+            _assert_blind(refused.get_data(as_text=True), study, all_forbidden, "items refused")
+            for (item_id,) in study.con.execute("SELECT item_id FROM items i JOIN logs l ON l.task = i.task WHERE l.log = ?", (log,)):
+                assert f"item-{item_id}" not in page  # the checklist is not in the source either
+        for row in study.con.execute("SELECT pair FROM pair_assignments WHERE annotator = ?", (annotator,)).fetchall():
+            assert client.get(f"/a/{annotator}/pair/{row['pair']}").status_code == 403
+    assert checked == sum(len(v) for v in [study.con.execute("SELECT * FROM assignments").fetchall()])
+
+
+def test_study_database_holds_no_outcome_or_score(demo):
+    work, params = demo
+    db = _study(work, params, "schema")
+    con = sqlite3.connect(db)
+    columns = {c[1].lower() for (t,) in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+               for c in con.execute(f"PRAGMA table_info({t})")}
+    assert not columns & {"outcome", "status", "reward", "score", "test_results", "condition", "model", "harness"}
+    dump = "\n".join(con.iterdump())
+    assert not OUTCOME_WORDS.search(dump.replace('"', " "))
+
+
+def _answer_everything(client, study: Study, annotator: str, rng_seed: int, metrics_pages: list[str] | None = None) -> int:
+    """Walk the protocol through the web pages, answering deterministically; returns the number of steps."""
+    steps = 0
+    while True:
+        r = client.get(f"/a/{annotator}/")
+        if r.status_code == 200:
+            assert "All done" in r.get_data(as_text=True)
+            return steps
+        loc = r.headers["Location"]
+        page = client.get(loc).get_data(as_text=True)
+        if metrics_pages is not None:
+            metrics_pages.append(page)
+        n = int(loc.rsplit("/", 1)[1])
+        if "/rate/" in loc:
+            resp = client.post(loc, data={"Q1": str((n * 3 + rng_seed) % 11), "Q1b": str((n * 5 + rng_seed) % 11)})
+        elif "/items/" in loc:
+            items = re.findall(r'name="item-([^"]+)" value="Yes"', page)
+            labels = ("Yes", "No", "Abstain")
+            resp = client.post(loc, data={f"item-{i}": labels[(k + n + rng_seed) % 3] for k, i in enumerate(items)})
+        else:
+            resp = client.post(loc, data={"preferred": ("a", "b", "tie")[(n + rng_seed) % 3]})
+        assert resp.status_code == 302, (loc, resp.get_data(as_text=True)[:500])
+        steps += 1
+
+
+def test_protocol_order_blind_throughout_and_resumable(demo):
+    work, params = demo
+    db = _study(work, params, "order", annotators=("A1", "A2"), n_tasks=2, per_task=3)
+    study = Study(db)
+    trajs = _trajectories(work)
+    metrics = pd.read_parquet(work / "data/processed/finalize/metrics.parquet")
+    forbidden = [s for t in trajs.values() for s in _forbidden(t, metrics)]
+    client = create_app(db).test_client()
+    # Q3 cannot be submitted before every trajectory of the task has Q1 and Q1b
+    log = study.next_step("A1")[1]
+    with pytest.raises(ProtocolError, match="before the checklist"):
+        study.save_labels("A1", log, {})
+    # first trajectory through the web page, then the app restarts (a new process would see the same file)
+    loc = client.get("/a/A1/").headers["Location"]
+    assert client.post(loc, data={"Q1": "4"}).status_code == 400  # Q1b missing: nothing saved
+    assert client.post(loc, data={"Q1": "4", "Q1b": "5"}).status_code == 302
+    assert client.post(loc, data={"Q1": "9", "Q1b": "9"}).status_code == 400  # no second rating
+    client = create_app(db).test_client()
+    assert client.get("/a/A1/").headers["Location"] != loc
+    pages: list[str] = []
+    steps = _answer_everything(client, Study(db), "A1", 1, pages)
+    _answer_everything(client, Study(db), "A2", 2, pages)
+    assert steps == 3 * 2 * 2 - 1 + 6  # Q1 pages + Q3 pages (one already done) + 3 pairs per task
+    for p in pages:
+        _assert_blind(p, study, forbidden, "protocol page")
+    # order: within a task all ratings come before any checklist page, and pairs come last
+    kinds = [("rate" if 'id="rate-form"' in p else "items" if 'id="items-form"' in p else "pair") for p in pages]
+    first_items = kinds.index("items")
+    assert all(k == "rate" for k in kinds[:first_items])
+
+
+# --------------------------------------------------------------------------- export / import
+
+
+def test_export_is_the_rq2_format_and_round_trips(demo, tmp_path):
+    work, params = demo
+    db = _study(work, params, "export", annotators=("A1", "A2"), n_tasks=2, per_task=3)
+    client = create_app(db).test_client()
+    for k, a in enumerate(("A1", "A2")):
+        _answer_everything(client, Study(db), a, k)
+    out = tmp_path / "annotations.jsonl"
+    n = export_jsonl(Study(db), out)
+    ann = read_annotations(out)
+    assert ann.illustrative and ann.n_records == n
+    assert ann.meta["questions"]["Q1"] == load_protocol(PROTOCOL)["Q1"]["text"]
+    ids = set(_trajectories(work))
+    assert set(ann.progress["trajectory"]) <= ids and len(ann.progress) == 2 * 2 * 6
+    assert set(ann.preferences["a"]) | set(ann.preferences["b"]) <= ids and len(ann.preferences) == 2 * 2 * 3
+    hashes = {(c["task_id"]): c["checklist_hash"] for c in map(json.loads, (work / "data/processed/synthesize/checklists.jsonl")
+                                                               .read_text().splitlines())}
+    task_of = {t.trajectory_id: t.task_id for t in _trajectories(work).values()}
+    assert all(hashes[task_of[r["trajectory"]]] == r["checklist_hash"] for _, r in ann.criteria.iterrows())
+    # same plan, fresh database: import the export, export again: byte-identical
+    db2 = _study(work, params, "export2", annotators=("A1", "A2"), n_tasks=2, per_task=3)
+    rep = import_annotations(Study(db2), out)
+    assert rep.added == n and rep.unchanged == 0 and rep.skipped == []
+    out2 = tmp_path / "again.jsonl"
+    export_jsonl(Study(db2), out2)
+    assert out2.read_bytes() == out.read_bytes()
+    assert export_jsonl(Study(db), tmp_path / "third.jsonl") == n
+    assert (tmp_path / "third.jsonl").read_bytes() == out.read_bytes()
+    # importing again changes nothing; a contradicting answer is an error naming file and line
+    assert import_annotations(Study(db2), out).unchanged == n
+    lines = out.read_text().splitlines()
+    k = next(i for i, line in enumerate(lines) if '"question": "Q1"' in line)
+    rec = json.loads(lines[k])
+    rec["rating"] = (rec["rating"] + 1) % 11
+    lines[k] = json.dumps(rec)
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join(lines) + "\n")
+    with pytest.raises(ValueError, match=rf"bad.jsonl:{k + 1}: field 'rating'"):
+        import_annotations(Study(db2), bad)
+
+
+def test_import_lists_records_outside_the_study(demo, tmp_path):
+    work, params = demo
+    db = _study(work, params, "imp", annotators=("A1", "A2"), n_tasks=1, per_task=2)
+    study = Study(db)
+    inside = study.con.execute("SELECT trajectory_id, source_path FROM identities").fetchall()
+    outside = next(t for t in _trajectories(work) if t not in {r[0] for r in inside})
+    recs = [{"meta": {"illustrative": True}},
+            {"question": "Q1", "annotator": "B7", "trajectory": inside[0]["source_path"], "rating": 3},
+            {"question": "Q1", "annotator": "B7", "trajectory": outside, "rating": 5},
+            {"question": "Q3", "annotator": "B7", "trajectory": inside[0]["trajectory_id"], "item_id": "i99", "label": "Yes"}]
+    f = tmp_path / "ext.jsonl"
+    f.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    rep = import_annotations(study, f)
+    assert rep.added == 1
+    assert [(s["line"], s["question"]) for s in rep.skipped] == [(3, "Q1"), (4, "Q3")]
+    assert "not in the scored population" in rep.skipped[0]["reason"] and "i99" in rep.skipped[1]["reason"]
+    assert "B7" in study.annotators()
+
+
+def test_create_refuses_to_overwrite_a_study(demo):
+    work, params = demo
+    _study(work, params, "twice", n_tasks=1)
+    with pytest.raises(FileExistsError, match="already exists"):
+        _study(work, params, "twice", n_tasks=1)
+
+
+def test_cli_init_status_export(demo, tmp_path, monkeypatch, capsys):
+    from gcpc.annotate.__main__ import main
+
+    work, _ = demo
+    monkeypatch.chdir(work)
+    db = tmp_path / "cli.sqlite"
+    assert main(["init", "--db", str(db), "--annotators", "A1,A2", "--n-tasks", "1", "--per-task", "2",
+                 "--protocol", str(PROTOCOL), "--illustrative"]) == 0
+    assert main(["status", "--db", str(db)]) == 0
+    assert main(["export", "--db", str(db), str(tmp_path / "e.jsonl")]) == 0
+    assert read_annotations(tmp_path / "e.jsonl").n_records == 0
+    assert main(["init", "--db", str(db), "--annotators", "A1"]) == 2
+    assert "already exists" in capsys.readouterr().err

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from markupsafe import escape
 
-from demo_outputs import ROOT, build_demo_outputs
+from demo_outputs import ROOT
 from gcpc.analysis.annotations import read_annotations
 from gcpc.annotate.app import create_app
 from gcpc.annotate.study import (
@@ -33,10 +33,8 @@ PROTOCOL = ROOT / "prompts" / "annotation" / "protocol.yaml"
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    work = tmp_path_factory.mktemp("annotate")
-    params = build_demo_outputs(work)
-    return work, params
+def demo(demo_pipeline):
+    return demo_pipeline
 
 
 def _study(work: Path, params: dict, name: str, annotators=("A1", "A2", "A3"), **opts) -> Path:
@@ -125,14 +123,23 @@ def _chrome(page: str, shown: list[str]) -> str:
 OUTCOME_WORDS = re.compile(r"\b(PASS|FAIL|PASSED|FAILED|reward|outcome)\b")
 
 
-def _assert_blind(page: str, study: Study, forbidden: list[str], where: str) -> None:
-    assert not OUTCOME_WORDS.search(page), (where, OUTCOME_WORDS.search(page).group(0))
-    chrome = _chrome(page, [r["text"] for r in study.con.execute("SELECT text FROM events")]
-                     + [r["instruction"] for r in study.con.execute("SELECT instruction FROM tasks")]
-                     + [r["text"] for r in study.con.execute("SELECT text FROM items")]
-                     + [r["quote"] for r in study.con.execute("SELECT quote FROM items")])
-    hits = [s for s in forbidden if s and re.search(rf"(?<![\w.]){re.escape(s)}(?![\w])", chrome)]
-    assert not hits, (where, hits[:5])
+class Blindness:
+    """Checks a page for outcome words anywhere, and for ids and score values outside the displayed texts."""
+
+    def __init__(self, study: Study, forbidden: list[str]):
+        con = study.con
+        self.shown = ([r["text"] for r in con.execute("SELECT text FROM events")]
+                      + [r["instruction"] for r in con.execute("SELECT instruction FROM tasks")]
+                      + [r["text"] for r in con.execute("SELECT text FROM items")]
+                      + [r["quote"] for r in con.execute("SELECT quote FROM items")])
+        alternatives = "|".join(re.escape(s) for s in sorted({s for s in forbidden if s}, key=len, reverse=True))
+        self.pattern = re.compile(rf"(?<![\w.])(?:{alternatives})(?![\w])")
+
+    def check(self, page: str, where: str) -> None:
+        m = OUTCOME_WORDS.search(page)
+        assert not m, (where, m and m.group(0))
+        hit = self.pattern.search(_chrome(page, self.shown))
+        assert not hit, (where, hit and hit.group(0))
 
 
 def test_no_page_shows_outcome_or_scores_before_q1(demo):
@@ -146,11 +153,12 @@ def test_no_page_shows_outcome_or_scores_before_q1(demo):
     ident = {r["log"]: r["trajectory_id"] for r in study.con.execute("SELECT log, trajectory_id FROM identities")}
     all_forbidden = [s for t in trajs.values() for s in _forbidden(t, metrics)]
     assert len(all_forbidden) > 5 * len(trajs)  # the check is not vacuous
+    blind = Blindness(study, all_forbidden)
     client = create_app(db).test_client()
     checked = 0
     for annotator in study.annotators():
         home = client.get("/").get_data(as_text=True)
-        _assert_blind(home, study, all_forbidden, "home")
+        blind.check(home, "home")
         first = client.get(f"/a/{annotator}/")
         assert first.status_code == 302 and re.fullmatch(rf"/a/{annotator}/rate/\d+", first.headers["Location"])
         for row in study.con.execute("SELECT log FROM assignments WHERE annotator = ?", (annotator,)).fetchall():
@@ -158,12 +166,12 @@ def test_no_page_shows_outcome_or_scores_before_q1(demo):
             r = client.get(f"/a/{annotator}/rate/{log}")
             assert r.status_code == 200
             page = r.get_data(as_text=True)
-            _assert_blind(page, study, all_forbidden, f"{annotator} rate {log}")
+            blind.check(page, f"{annotator} rate {log}")
             assert ident[log] not in page
             checked += 1
             refused = client.get(f"/a/{annotator}/items/{log}")
             assert refused.status_code == 403
-            _assert_blind(refused.get_data(as_text=True), study, all_forbidden, "items refused")
+            blind.check(refused.get_data(as_text=True), "items refused")
             for (item_id,) in study.con.execute("SELECT item_id FROM items i JOIN logs l ON l.task = i.task WHERE l.log = ?", (log,)):
                 assert f"item-{item_id}" not in page  # the checklist is not in the source either
         for row in study.con.execute("SELECT pair FROM pair_assignments WHERE annotator = ?", (annotator,)).fetchall():
@@ -230,8 +238,9 @@ def test_protocol_order_blind_throughout_and_resumable(demo):
     steps = _answer_everything(client, Study(db), "A1", 1, pages)
     _answer_everything(client, Study(db), "A2", 2, pages)
     assert steps == 3 * 2 * 2 - 1 + 6  # Q1 pages + Q3 pages (one already done) + 3 pairs per task
+    blind = Blindness(study, forbidden)
     for p in pages:
-        _assert_blind(p, study, forbidden, "protocol page")
+        blind.check(p, "protocol page")
     # order: within a task all ratings come before any checklist page, and pairs come last
     kinds = [("rate" if 'id="rate-form"' in p else "items" if 'id="items-form"' in p else "pair") for p in pages]
     first_items = kinds.index("items")

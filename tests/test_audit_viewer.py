@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from demo_outputs import build_demo_outputs
 from gcpc.corpus.models import Trajectory
 from gcpc.io import read_models
 from gcpc.report.audit import build_site, embed_json, find_quote, page_name, read_inputs, trajectory_page
@@ -19,10 +18,8 @@ from gcpc.synthesis.gates import normalize_ws
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    work = tmp_path_factory.mktemp("audit")
-    params = build_demo_outputs(work)
-    return work, params
+def demo(demo_pipeline):
+    return demo_pipeline
 
 
 def _inputs(work: Path, params: dict):

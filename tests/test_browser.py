@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from browser import browser_context, serve_app, skip_reason
-from demo_outputs import ROOT, build_demo_outputs
+from demo_outputs import ROOT
 from gcpc.synthesis.gates import normalize_ws
 
 REASON = skip_reason()
@@ -25,10 +25,8 @@ OUTCOME_WORDS = re.compile(r"\b(PASS|FAIL|PASSED|FAILED|reward|outcome)\b")
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    work = tmp_path_factory.mktemp("browser")
-    params = build_demo_outputs(work)
-    return work, params
+def demo(demo_pipeline):
+    return demo_pipeline
 
 
 @pytest.fixture(scope="module")
@@ -195,7 +193,9 @@ def test_two_annotators_complete_the_protocol_export_and_rq2_runs(demo, browser,
     assert ann.illustrative and n == ann.n_records == 2 * 6 * 2 + 2 * 6 + n_labels
     assert set(ann.progress["annotator"]) == {"A1", "A2"} and n_labels > 0
     monkeypatch.chdir(work)
-    p = params | {"analysis": params["analysis"] | {"rq2": params["analysis"]["rq2"] | {"annotations": str(out)}}}
+    analysis = params["analysis"] | {"rq2": params["analysis"]["rq2"] | {"annotations": str(out)},
+                                     "bootstrap": params["analysis"]["bootstrap"] | {"n_resamples": 50}}
+    p = params | {"analysis": analysis}
     result = rq2_stage.run(p)
     assert result["available"], result
     assert result["annotations"]["n_records"] == n and result["annotations"]["illustrative"]

@@ -329,3 +329,20 @@ def test_cli_init_status_export(demo, tmp_path, monkeypatch, capsys):
     assert read_annotations(tmp_path / "e.jsonl").n_records == 0
     assert main(["init", "--db", str(db), "--annotators", "A1"]) == 2
     assert "already exists" in capsys.readouterr().err
+
+
+def test_partial_import_asks_only_what_is_missing(demo, tmp_path):
+    """An imported Q1 without Q1b, or some of a trajectory's items, leaves only the rest to answer."""
+    work, params = demo
+    db = _study(work, params, "partial", annotators=("A1", "A2"), n_tasks=1, per_task=2)
+    study = Study(db)
+    kind, log = study.next_step("A1")
+    tid = study.con.execute("SELECT trajectory_id FROM identities WHERE log = ?", (log,)).fetchone()[0]
+    f = tmp_path / "partial.jsonl"
+    f.write_text(json.dumps({"question": "Q1", "annotator": "A1", "trajectory": tid, "rating": 4}) + "\n")
+    assert import_annotations(study, f).added == 1
+    client = create_app(db).test_client()
+    page = client.get(f"/a/A1/rate/{log}").get_data(as_text=True)
+    assert 'name="Q1b"' in page and 'name="Q1"' not in page
+    assert client.post(f"/a/A1/rate/{log}", data={"Q1b": "6"}).status_code == 302
+    assert [r["rating"] for r in study.con.execute("SELECT rating FROM ratings WHERE log = ? ORDER BY question", (log,))] == [4.0, 6.0]

@@ -79,7 +79,8 @@ def create_app(db_path: str | Path) -> Flask:
         elif s.rated(annotator, n):
             return redirect(url_for("next_step", annotator=annotator))
         pos, total = s.position(annotator, n)
-        return page("rate.html", annotator=annotator, n=n, pos=pos, total=total, error=error, **log_view(s, n)), (400 if error else 200)
+        return page("rate.html", annotator=annotator, n=n, pos=pos, total=total, error=error,
+                    asked=s.missing_ratings(annotator, n), **log_view(s, n)), (400 if error else 200)
 
     @app.route("/a/<annotator>/items/<int:n>", methods=["GET", "POST"])
     def items(annotator: str, n: int) -> Any:
@@ -100,7 +101,7 @@ def create_app(db_path: str | Path) -> Flask:
         pos, total = s.position(annotator, n)
         view = log_view(s, n)
         return page("items.html", annotator=annotator, n=n, pos=pos, total=total, error=error,
-                    items=s.items(view["task"]["task"]), **view), (400 if error else 200)
+                    items=s.missing_items(annotator, n), **view), (400 if error else 200)
 
     @app.route("/a/<annotator>/pair/<int:n>", methods=["GET", "POST"])
     def pair(annotator: str, n: int) -> Any:

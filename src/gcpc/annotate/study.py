@@ -378,21 +378,32 @@ class Study:
         return assigned.index(log) + 1, len(assigned)
 
     # ---- answers
+    def missing_ratings(self, annotator: str, log: int) -> list[str]:
+        """Q1 / Q1b still to ask (an import may have brought one of them)."""
+        have = {r[0] for r in self.con.execute("SELECT question FROM ratings WHERE annotator = ? AND log = ?", (annotator, log))}
+        return [q for q in ("Q1", "Q1b") if q not in have]
+
+    def missing_items(self, annotator: str, log: int) -> list[sqlite3.Row]:
+        """Checklist items of this trajectory's task not yet labelled by the annotator, in checklist order."""
+        have = {r[0] for r in self.con.execute("SELECT item_id FROM labels WHERE annotator = ? AND log = ?", (annotator, log))}
+        return [i for i in self.items(self.task_of(log)) if i["item_id"] not in have]
+
     def save_ratings(self, annotator: str, log: int, ratings: dict[str, float]) -> None:
         if not self.is_assigned(annotator, log):
             raise ProtocolError("this trajectory is not assigned to you")
-        if self.rated(annotator, log):
+        asked = self.missing_ratings(annotator, log)
+        if not asked:
             raise ProtocolError("overall ratings for this trajectory were already submitted")
         if self.con.execute("SELECT 1 FROM labels WHERE annotator = ? AND log IN (SELECT log FROM logs WHERE task = ?)",
                             (annotator, self.task_of(log))).fetchone():
             raise ProtocolError("the checklist of this task was already shown to you")
-        for q in ("Q1", "Q1b"):
+        for q in asked:
             v = ratings.get(q)
             if v is None or not (RATING_RANGE[0] <= float(v) <= RATING_RANGE[1]):
                 raise ProtocolError(f"{q} needs a rating from 0 to 10")
         with self.con:
             self.con.executemany("INSERT INTO ratings VALUES (?, ?, ?, ?, ?)",
-                                 [(annotator, log, q, float(ratings[q]), _now()) for q in ("Q1", "Q1b")])
+                                 [(annotator, log, q, float(ratings[q]), _now()) for q in asked])
 
     def save_labels(self, annotator: str, log: int, labels: dict[str, str]) -> None:
         if not self.is_assigned(annotator, log):
@@ -400,12 +411,12 @@ class Study:
         task = self.task_of(log)
         if not self.checklist_revealed(annotator, task):
             raise ProtocolError("rate every trajectory of this task (Q1, Q1b) before the checklist")
-        items = [r["item_id"] for r in self.items(task)]
+        items = [r["item_id"] for r in self.missing_items(annotator, log)]
+        if self.labelled(annotator, log):
+            raise ProtocolError("item labels for this trajectory were already submitted")
         missing = [i for i in items if labels.get(i) not in CRITERION_LABELS]
         if missing:
             raise ProtocolError(f"label every item (missing: {', '.join(missing)})")
-        if self.labelled(annotator, log):
-            raise ProtocolError("item labels for this trajectory were already submitted")
         h = self.task(task)["checklist_hash"]
         with self.con:
             self.con.executemany("INSERT INTO labels VALUES (?, ?, ?, ?, ?, ?)",

@@ -21,7 +21,6 @@ import math
 import re
 import shutil
 import sys
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,7 @@ from typing import Any
 import jinja2
 import pandas as pd
 
-from gcpc.corpus.models import EVIDENCE_KINDS, Event, Task, Trajectory
+from gcpc.corpus.models import EVIDENCE_KINDS, Task, Trajectory
 from gcpc.corpus.render import event_header, truncate_middle
 from gcpc.io import iter_jsonl, read_models
 from gcpc.judging.models import Judgment
@@ -317,7 +316,7 @@ def run(params: dict[str, Any], out_dir: Path = SITE) -> dict[str, Any]:
     return build_site(read_inputs(params), out_dir)
 
 
-def main(argv: Iterable[str] | None = None) -> int:
+def main() -> int:
     from gcpc.params import load_params, stage_args
 
     args = stage_args("Audit viewer: static site under reports/audit/ (one page per trajectory)")

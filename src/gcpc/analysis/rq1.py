@@ -60,7 +60,7 @@ def resolve_config(cfg: dict[str, Any] | None) -> dict[str, Any]:
         "zero_evidence_score": None if zes is None else float(zes),
         "extra_scores": [str(s) for s in (cfg.get("extra_scores") if cfg.get("extra_scores") is not None
                                           else DEFAULTS["extra_scores"])],
-        "primary_arm": str(cfg.get("primary_arm") or DEFAULTS["primary_arm"]),
+        "primary_arm": str(cfg["primary_arm"]) if cfg.get("primary_arm") else None,  # None: rq1 takes it from the table
         "headline_score": str(cfg.get("headline_score") or DEFAULTS["headline_score"]),
         "reference_arms": _reference_arms(cfg),
         "reference_score": str(cfg.get("reference_score") or DEFAULTS["reference_score"]),
@@ -259,6 +259,14 @@ def perfect_agreement(rows: pd.DataFrame, zero_evidence_score: float | None) -> 
     return out
 
 
+def table_primary_arm(metrics: pd.DataFrame) -> str:
+    """Primary arm of a call without one (the stages always pass the arm derived from the arm set):
+    the first checklist arm of the table, else its first arm."""
+    kinds = metrics["arm_kind"] if "arm_kind" in metrics else pd.Series("checklist", index=metrics.index)
+    checklist = metrics.loc[kinds == "checklist", "arm"]
+    return str((checklist if len(checklist) else metrics["arm"]).iloc[0])
+
+
 def rq1(metrics: pd.DataFrame, cfg: dict[str, Any] | None = None) -> dict[str, Any]:
     """Full RQ1 result: per arm x score AUC (+CI), by condition, and paired deltas.
 
@@ -272,6 +280,8 @@ def rq1(metrics: pd.DataFrame, cfg: dict[str, Any] | None = None) -> dict[str, A
     _check_columns(metrics, c["scores"])
     if len(metrics) == 0:
         raise ValueError("metrics table is empty")
+    if c["primary_arm"] is None:
+        c["primary_arm"] = table_primary_arm(metrics)
     c["scores"] = active_scores(metrics, c)  # configured scores plus the variants present (e.g. per-test propagation)
     scores, boot, zes = c["scores"], c["bootstrap"], c["zero_evidence_score"]
     metrics = with_method_arm(metrics, c["default_variants"])

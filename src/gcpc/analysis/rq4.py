@@ -352,7 +352,7 @@ FIGURE = FIGURES / "rq4_ablations"
 def run(params: dict[str, Any]) -> dict[str, Any]:
     from gcpc.report.figures import rq4_figure, save_figure
 
-    c = resolve_analysis(params.get("analysis"))
+    c = resolve_analysis(params.get("analysis"), params.get("arm"))
     metrics = pd.read_parquet(METRICS)
     labels = pd.read_parquet(LABELS) if LABELS.exists() else None
     rq1_result = json.loads(RQ1.read_text(encoding="utf-8"))

@@ -94,7 +94,7 @@ def _heuristic_warning(judges: dict[str, str], generator: str) -> str:
 
 
 def build_report(params: dict[str, Any], analyze_dir: Path = ANALYZE, fig_dir: Path = FIGURES) -> str:
-    c = resolve_analysis(params.get("analysis"))
+    c = resolve_analysis(params.get("analysis"), params.get("arm"))
     r = {name: _load(name, analyze_dir) for name in RESULTS}
     gen = params.get("generator") or {}
     generator = "/".join(str(gen[k]) for k in ("provider", "model") if gen.get(k)) or "n/a"

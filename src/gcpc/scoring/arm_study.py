@@ -225,7 +225,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-agent-steps", type=int, default=0, help="keep only trajectories with at least this many tool calls")
     parser.add_argument("--out", required=True, type=Path, help="output folder (created)")
     parser.add_argument("overrides", nargs="*", help="further Hydra overrides, e.g. llm@judge=replay")
-    args = parser.parse_args(argv)
+    from gcpc.params import parse_args
+
+    args = parse_args(parser, argv, overrides=False)
     command = "python -m gcpc.scoring.arm_study " + " ".join(sys.argv[1:] if argv is None else argv)
     study = run_study(args.data, args.out, arms=args.arms, harness=args.harness, min_agent_steps=args.min_agent_steps,
                       overrides=args.overrides, command=command, progress=False)

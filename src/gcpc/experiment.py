@@ -16,15 +16,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-DATA_REQUIRED = ("name", "root", "benchmark")
-"""Keys every data config has; plus either `tasks_dir` + `trials_dirs` (one corpus) or `corpora` (several)."""
-CORPUS_REQUIRED = ("tasks_dir", "trials_dirs")
+DATA_REQUIRED = ("name", "root")
+"""Keys every data config has; one corpus (or each of `corpora`) also needs CORPUS_REQUIRED."""
+CORPUS_REQUIRED = ("benchmark", "tasks_dir", "trials_dirs")
+FORMAT_DEFAULTS = {"terminal-bench-1": {"benchmark"}, "swe-bench": {"benchmark", "tasks_dir"}}
+"""Keys a corpus format supplies itself (swe-bench reads `tasks_file` instead of `tasks_dir`)."""
 DATA_KEYS_DOC = {
     "name": "short name of the study population; names outputs and report headings",
     "root": "folder holding the corpus (a DVC dependency; annotations and pairs files are read under it)",
     "benchmark": "benchmark id recorded on every task and trajectory (e.g. skillsbench, terminal-bench-2)",
     "tasks_dir": "folder of task folders (instruction.md, task.toml, tests/)",
-    "trials_dirs": "list of job folders holding trial folders",
+    "trials_dirs": "list of job folders holding trial folders ([] for tasks only)",
 }
 
 
@@ -74,23 +76,36 @@ def check_arms(arms: Any, primary: Any, rejudge_arm: Any, controls_arms: Any) ->
     return "+".join(spec)
 
 
+def _corpus_missing(c: Mapping[str, Any], prefix: str) -> list[str]:
+    have = FORMAT_DEFAULTS.get(str(c.get("format") or "harbor"), set())
+    if c.get("tasks_file"):
+        have = have | {"tasks_dir"}
+    return [f"{prefix}{k}" for k in CORPUS_REQUIRED
+            if k not in have and (c.get(k) is None or (k != "trials_dirs" and c.get(k) in ("", [])))]
+
+
 def check_data(data: Any, *, where: str = "data") -> str:
-    """A data config has every required key (named when missing); returns its name."""
+    """A data config has every required key (each missing one named); returns its name."""
     data = _plain(data)
     if not isinstance(data, Mapping):
         raise ConfigError(f"{where}: must be a mapping (a conf/data/NAME.yaml); got {type(data).__name__}")
     missing = [k for k in DATA_REQUIRED if data.get(k) in (None, "")]
-    if not data.get("corpora"):
-        missing += [k for k in CORPUS_REQUIRED if data.get(k) in (None, "", [])]
+    corpora = data.get("corpora")
+    if corpora is None:
+        missing += _corpus_missing(data, "")
+        listed = [data]
     else:
-        for i, c in enumerate(data["corpora"]):
-            missing += [f"corpora[{i}].{k}" for k in CORPUS_REQUIRED if not (c or {}).get(k)]
+        items = list(corpora.items()) if isinstance(corpora, Mapping) else list(enumerate(corpora))
+        for i, c in items:
+            missing += _corpus_missing(c or {}, f"corpora[{i}].")
+        listed = [c or {} for _, c in items]
     if missing:
         doc = "; ".join(f"{k}: {DATA_KEYS_DOC[k.split('.')[-1]]}" for k in missing if k.split(".")[-1] in DATA_KEYS_DOC)
         raise ConfigError(f"{where}: missing required key(s) {', '.join(f'{where}.{k}' for k in missing)} ({doc}). "
                           "`python -m gcpc.corpus.new_config NAME PATH` writes a complete data config")
-    if isinstance(data.get("trials_dirs"), str):
-        raise ConfigError(f"{where}.trials_dirs: must be a list of folders, got the string {data['trials_dirs']!r}")
+    for c in listed:
+        if isinstance(c.get("trials_dirs"), str):
+            raise ConfigError(f"{where}.trials_dirs: must be a list of folders, got the string {c['trials_dirs']!r}")
     return str(data["name"])
 
 

@@ -218,6 +218,11 @@ def build_report(params: dict[str, Any], analyze_dir: Path = ANALYZE, fig_dir: P
         who = judge_line + (f" Second judge: {sw.get('swap_judge')}." if sw.get("available") else "")
         lines += [_embed_figure(fig_dir, stem, cap, who), ""]
 
+    # Usage (cost in view): written by the headline stage from every LLM stage's usage_summary.json
+    usage_md = Path("data/processed/headline/usage.md")
+    lines += ["## LLM usage and cost", "", usage_md.read_text(encoding="utf-8") if usage_md.exists()
+              else "Not available: run the headline stage (`python -m gcpc.report.headline`).", ""]
+
     lines += ["## Files", "", "| File | Kind |", "|---|---|"]
     for f in listed_outputs():
         lines.append(f"| [{f.name}]({f.name}) | {'figure' if f.suffix in ('.png', '.pdf') else 'table'} |")

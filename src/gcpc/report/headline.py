@@ -143,7 +143,7 @@ def headline(params: dict[str, Any], root: Path = Path(".")) -> tuple[dict[str, 
         "delta_auc": _headline_delta(rq1),
         "item_agreement": _item_agreement(root, primary),
         "n": _judged(root, primary),
-        "usage": usage["total"],
+        "usage": {k: v for k, v in usage["total"].items() if k != "cache_write_tokens"},  # all of it in usage.json
     }
     for key, fn in SECTIONS.items():
         value = fn(params, root)

@@ -103,6 +103,12 @@ def check_data(data: Any, *, where: str = "data") -> str:
         doc = "; ".join(f"{k}: {DATA_KEYS_DOC[k.split('.')[-1]]}" for k in missing if k.split(".")[-1] in DATA_KEYS_DOC)
         raise ConfigError(f"{where}: missing required key(s) {', '.join(f'{where}.{k}' for k in missing)} ({doc}). "
                           "`python -m gcpc.corpus.new_config NAME PATH` writes a complete data config")
+    from gcpc.corpus import population
+
+    try:
+        population.check(data.get("population"), where=f"{where}.population")
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     for c in listed:
         if isinstance(c.get("trials_dirs"), str):
             raise ConfigError(f"{where}.trials_dirs: must be a list of folders, got the string {c['trials_dirs']!r}")

@@ -192,9 +192,9 @@ def test_two_judge_sweep_is_readable_and_counts_every_token(tmp_path):
         if e["name"] not in ("workspace", "fake-judge") and e["headline"] and e["params"].get("experiment", {}).get("judge"):
             judged.setdefault(e["params"]["experiment"]["judge"], e["name"])
     assert len(judged) == 2, judged
-    diff = _run([DVC, "exp", "diff", "--no-pager", *judged.values()], root, wide).stdout
+    diff = _run([DVC, "exp", "diff", *judged.values()], root, wide).stdout
     if os.environ.get("GCPC_EXP_SHOW_OUT"):  # to paste the README's example output
-        Path(os.environ["GCPC_EXP_SHOW_OUT"]).write_text(f"$ {show}\n{out}\n$ dvc exp diff --no-pager\n{diff}")
+        Path(os.environ["GCPC_EXP_SHOW_OUT"]).write_text(f"$ {show}\n{out}\n$ dvc exp diff A B\n{diff}")
     width = max(len(line) for line in out.splitlines())
     assert width <= 200, f"{show} is {width} columns wide:\n{out}"
     for needle in ("experiment.judge", "experiment.arms", "auc.gcpc", "auc.gcpc_gate", "usage.cost",

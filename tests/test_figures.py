@@ -62,7 +62,7 @@ def test_forest_plot_handles_undefined_auc():
     res = rq1(make_metrics(seed=1), FAST)
     res["arms"]["gcpc"]["gcpc_plain"].update(auc=None, ci_low=None, ci_high=None, skipped="single class")
     fig = forest_plot(res, None)
-    assert fig.axes[0].get_title() == "RQ1: checklist score AUC"
+    assert fig.axes[0].get_title() == f"RQ1: score AUC (n = {res['n_trajectories']} trajectories)"
 
 
 def test_report_stage_end_to_end(tmp_path, monkeypatch):

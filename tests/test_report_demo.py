@@ -86,8 +86,10 @@ def demo(tmp_path_factory):
 
 
 def test_conf_defaults_equal_code_defaults():
-    assert _compose([])["analysis"] == DEFAULTS
-    assert resolve_analysis(_compose([])["analysis"]) == resolve_analysis({})
+    params = _compose([])
+    derived = resolve_analysis({}, params["arm"])  # conf derives the analysed arms from the arm set, as the code does
+    assert params["analysis"] == {k: derived[k] if k in ("primary_arm", "rejudge", "controls") else v for k, v in DEFAULTS.items()}
+    assert resolve_analysis(params["analysis"], params["arm"]) == derived
 
 
 def test_every_listed_table_and_figure_is_valid(demo):
@@ -209,3 +211,17 @@ def test_notebook_loads_outputs_without_recomputing(demo):
         os.chdir(cwd)
     assert set(ns["results"]) == {"rq1", "rq2", "rq3", "rq4", "rq5"}
     assert len(ns["auc"]) > 0 and len(ns["rq3_rows"]) > 0 and len(ns["panel_b"]) > 0
+
+
+def test_notebook_executes_headless_in_a_kernel(demo):
+    """The notebook as a user runs it: a fresh Jupyter kernel (nbclient), every cell, no error."""
+    nbclient = pytest.importorskip("nbclient", reason="nbclient is in the [test] and [notebook] extras")
+    nbformat = pytest.importorskip("nbformat", reason="nbformat is in the [test] and [notebook] extras")
+    pytest.importorskip("ipykernel", reason="ipykernel is in the [test] and [notebook] extras")
+    nb = nbformat.read(ROOT / "notebooks" / "explore.ipynb", as_version=4)
+    client = nbclient.NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(demo)}})
+    client.execute()
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert not [o for o in outputs if o.get("output_type") == "error"]
+    assert any("analysis results: rq1, rq2, rq3, rq4, rq5" in o.get("text", "") for o in outputs)
+

@@ -145,9 +145,15 @@ def test_tables_and_roc_points():
     tex = rq1_table_latex(res)
     assert r"gcpc\_plain" in tex and tex.strip().endswith(r"\end{tabular}")
     roc = roc_points(m, FAST)
-    assert list(roc.columns) == ["arm", "score", "fpr", "tpr", "threshold"]
+    assert list(roc.columns) == ["arm", "score", "curve", "fpr", "tpr", "threshold"]
     assert set(zip(roc["arm"], roc["score"])) == {(a, s) for a in ("gcpc", "baseline")
                                                    for s in ("gcpc_plain", "gcpc_outcome")}
+    # one named series per arm x score (the DVC plot colours by `curve`), in words with n
+    assert roc.groupby(["arm", "score"])["curve"].nunique().eq(1).all() and roc["curve"].nunique() == 4
+    assert any(c.startswith("gcpc (log only), n=") for c in roc["curve"])  # no arm_kind column: arms by id
+    kinds = roc_points(m.assign(arm_kind=m["arm"].map({"gcpc": "checklist", "baseline": "holistic"})), FAST)
+    assert {c.split(", n=")[0] for c in kinds["curve"]} == {"GCPC (log only)", "GCPC + official outcome", "Holistic 0–10",
+                                                           "Holistic 0–10 + official outcome"}
     for _, g in roc.groupby(["arm", "score"]):
         assert g["fpr"].iloc[0] == 0 and g["tpr"].iloc[-1] == 1
         assert g["fpr"].is_monotonic_increasing

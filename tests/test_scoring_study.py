@@ -21,8 +21,8 @@ def test_select_keeps_the_harness_and_runs_with_agent_steps_and_lists_the_rest()
     result = IngestResult(trajectories=[traj("a"), traj("b", calls=0), traj("c", harness="openhands")])
     kept = select(result, harness="mini-swe-agent", min_agent_steps=1)
     assert [t.trajectory_id for t in kept.trajectories] == ["a"]
-    assert sorted(e.reason for e in kept.exclusions) == ["study filter: 0 agent steps (< 1)",
-                                                         "study filter: harness 'openhands' is not 'mini-swe-agent'"]
+    assert sorted(e.reason for e in kept.exclusions) == ["population filter: 0 agent steps (< 1)",
+                                                         "population filter: harness 'openhands' is not mini-swe-agent"]
     assert agent_steps(traj("x", calls=3)) == 3
 
 

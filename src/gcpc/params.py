@@ -31,16 +31,45 @@ def section(params: dict[str, Any], dotted: str, *, source: str = "params.yaml")
     return node
 
 
-def stage_args(description: str) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=description)
+MULTIRUN_HELP = (
+    "gcpc stages are not Hydra apps: they read params.yaml, which `dvc exp run` composes from conf/. "
+    "A multirun is a queued DVC sweep in Hydra's grammar, e.g.\n"
+    "  dvc exp run --queue -S 'llm@judge=heuristic,replay' -S 'arm=gcpc,generic' && dvc exp run --run-all\n"
+    "  (also choice(...) and range(...); see README, 'Sweeps'); one run with overrides: dvc exp run -S 'analysis.bootstrap.seed=5'"
+)
+
+
+def refuse_hydra_args(argv: list[str], *, overrides: bool = True) -> None:
+    """Hydra habits (`-m`, `--multirun`, and unless `overrides` is False `key=value`) on a gcpc entry point:
+    say what to run instead rather than run with the arguments ignored."""
+    hydra_like = [a for a in argv if a in ("-m", "--multirun") or (overrides and "=" in a and not a.startswith("-"))]
+    if hydra_like:
+        raise SystemExit(f"error: {' '.join(hydra_like)}: {MULTIRUN_HELP}")
+
+
+def parse_args(parser: argparse.ArgumentParser, argv: list[str] | None = None, *, overrides: bool = True) -> argparse.Namespace:
+    """Strict parsing for every entry point: Hydra-style arguments get the sweep hint, unknown ones an error."""
+    import sys
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    refuse_hydra_args(argv, overrides=overrides)
+    return parser.parse_args(argv)
+
+
+def stage_args(description: str, argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=description, epilog=MULTIRUN_HELP,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--params", default="params.yaml", help="composed parameters (default: params.yaml)")
-    return parser.parse_known_args()[0]
+    return parse_args(parser, argv)
 
 
 def compose(output: str | Path = "params.yaml", overrides: list[str] | None = None, conf_dir: str | Path = "conf") -> None:
     """Write params.yaml from conf/ exactly as `dvc exp run` does (DVC's own Hydra composition)."""
     from dvc.utils.hydra import compose_and_dump
 
+    from gcpc.experiment import register_resolvers
+
+    register_resolvers()  # DVC loads them through hydra_plugins/; a long-lived process may have scanned plugins already
     conf = Path(conf_dir).resolve()
     compose_and_dump(Path(output), str(conf), None, "config", str(conf.parent), list(overrides or []))
 

@@ -19,6 +19,7 @@ from gcpc.analysis.rq1 import (
     rq1_table_markdown,
 )
 from gcpc.io import write_json, write_text
+from gcpc.analysis.common import resolve_analysis
 from gcpc.params import load_params, stage_args
 
 INPUT = Path("data/processed/finalize/metrics.parquet")
@@ -36,7 +37,9 @@ CONDITION_TEX = Path("figures/rq1_by_condition.tex")
 
 def main() -> int:
     args = stage_args("RQ1: AUC of checklist scores vs official outcome")
-    cfg = load_params(args.params).get("analysis") or {}
+    params = load_params(args.params)
+    cfg = dict(params.get("analysis") or {})
+    cfg["primary_arm"] = resolve_analysis(cfg, params.get("arm"))["primary_arm"]
     if not INPUT.exists():
         print(f"{INPUT}: not found (run the finalize stage first)", file=sys.stderr)
         return 2

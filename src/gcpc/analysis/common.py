@@ -32,7 +32,7 @@ DEFAULTS: dict[str, Any] = {
     "extra_scores": ["gcpc_per_test"],
     "zero_evidence_score": None,
     "bootstrap": {"n_resamples": 2000, "seed": 0, "ci": 0.95},
-    "primary_arm": "gcpc",
+    "primary_arm": None,  # derived from the arm set (gcpc.experiment.derive_primary_arm) when not given
     "headline_score": "gcpc_plain",
     "reference_arms": ["holistic", "generic", "tick", "tick_adapted"],
     "reference_score": "gcpc_plain",
@@ -49,13 +49,13 @@ DEFAULTS: dict[str, Any] = {
     "rq5": {"tb_benchmark_prefix": "terminal-bench", "pairs_per_task": 1, "pair_seed": 0,
             "transfer_table": ["figures/table4_transfer.md"]},
     "rejudge": {
-        "arm": "gcpc",
+        "arm": None,  # the primary arm when not given
         "passes": 3,
         "sample": {"size": 116, "rule": "stratified", "seed": 0},
         "swap_judge": {"provider": "heuristic", "model": "gcpc-heuristic-v1", "temperature": 0.0,
                        "max_tokens": 4096, "seed": 0, "max_attempts": 3},
     },
-    "controls": {"arms": ["gcpc"], "max_items": 500, "seed": 0, "scope": "all_events"},
+    "controls": {"arms": None, "max_items": 500, "seed": 0, "scope": "all_events"},
 }
 
 
@@ -72,9 +72,24 @@ def _merge(base: Any, over: Any) -> Any:
     return copy.deepcopy(over)
 
 
-def resolve_analysis(cfg: dict[str, Any] | None) -> dict[str, Any]:
-    """`analysis` params merged over DEFAULTS (nested dicts merged key by key, lists replaced)."""
+def resolve_analysis(cfg: dict[str, Any] | None, arms: dict[str, Any] | None = None) -> dict[str, Any]:
+    """`analysis` params merged over DEFAULTS (nested dicts merged key by key, lists replaced).
+
+    The analysed arms (primary, rejudge, controls) follow the arm set `arms` when not given, as
+    conf/ derives them at composition; named ones must be in the set."""
     out = _merge(copy.deepcopy(DEFAULTS), dict(cfg or {}))
+    if arms:
+        from gcpc.experiment import check_arms, derive_primary_arm
+
+        out["primary_arm"] = out["primary_arm"] or derive_primary_arm(arms)
+    if out["primary_arm"]:
+        out["rejudge"]["arm"] = out["rejudge"]["arm"] or out["primary_arm"]
+        out["controls"]["arms"] = out["controls"]["arms"] or [out["primary_arm"]]
+    if arms:
+        try:
+            check_arms(arms, out["primary_arm"], out["rejudge"]["arm"], out["controls"]["arms"])
+        except ValueError as exc:
+            raise ValueError(f"params.yaml: {exc}") from None
     if isinstance(out.get("scores"), str):
         out["scores"] = [out["scores"]]
     r3 = out["rq3"]

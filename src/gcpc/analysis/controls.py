@@ -192,7 +192,7 @@ def _shares(records: list[dict[str, Any]]) -> dict[str, Any]:
 
 def controls(params: dict[str, Any], ingest_dir: Path, synth_dir: Path, judge_root: Path, out_dir: Path, *,
              progress: bool = True) -> dict[str, Any]:
-    cfg = resolve_analysis(params.get("analysis"))["controls"]
+    cfg = resolve_analysis(params.get("analysis"), params.get("arm"))["controls"]
     trajectories = read_models(ingest_dir / "trajectories.jsonl", Trajectory)
     by_id = {t.trajectory_id: t for t in trajectories}
     scoring = params.get("scoring") or {}

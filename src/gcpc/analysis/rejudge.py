@@ -134,7 +134,7 @@ def select_sample(first: list[Judgment], by_id: dict[str, Trajectory], sample: d
 
 def rejudge(params: dict[str, Any], ingest_dir: Path, synth_dir: Path, judge_root: Path, out_dir: Path, *,
             progress: bool = True) -> dict[str, Any]:
-    cfg = resolve_analysis(params.get("analysis"))["rejudge"]
+    cfg = resolve_analysis(params.get("analysis"), params.get("arm"))["rejudge"]
     arm_name = str(cfg["arm"])
     n_passes = int(cfg["passes"])
     trajectories = read_models(ingest_dir / "trajectories.jsonl", Trajectory)

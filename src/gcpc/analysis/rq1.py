@@ -60,7 +60,7 @@ def resolve_config(cfg: dict[str, Any] | None) -> dict[str, Any]:
         "zero_evidence_score": None if zes is None else float(zes),
         "extra_scores": [str(s) for s in (cfg.get("extra_scores") if cfg.get("extra_scores") is not None
                                           else DEFAULTS["extra_scores"])],
-        "primary_arm": str(cfg.get("primary_arm") or DEFAULTS["primary_arm"]),
+        "primary_arm": str(cfg["primary_arm"]) if cfg.get("primary_arm") else None,  # None: rq1 takes it from the table
         "headline_score": str(cfg.get("headline_score") or DEFAULTS["headline_score"]),
         "reference_arms": _reference_arms(cfg),
         "reference_score": str(cfg.get("reference_score") or DEFAULTS["reference_score"]),
@@ -259,6 +259,22 @@ def perfect_agreement(rows: pd.DataFrame, zero_evidence_score: float | None) -> 
     return out
 
 
+def arm_kinds(metrics: pd.DataFrame) -> dict[str, str]:
+    """Arm id -> kind (checklist, generic, tick, holistic) as finalize recorded it; figures label arms by kind."""
+    if "arm_kind" not in metrics:
+        return {}
+    pairs = metrics[["arm", "arm_kind"]].dropna().drop_duplicates("arm")
+    return {str(a): str(k) for a, k in sorted(zip(pairs["arm"], pairs["arm_kind"], strict=True))}
+
+
+def table_primary_arm(metrics: pd.DataFrame) -> str:
+    """Primary arm of a call without one (the stages always pass the arm derived from the arm set):
+    the first checklist arm of the table, else its first arm."""
+    kinds = metrics["arm_kind"] if "arm_kind" in metrics else pd.Series("checklist", index=metrics.index)
+    checklist = metrics.loc[kinds == "checklist", "arm"]
+    return str((checklist if len(checklist) else metrics["arm"]).iloc[0])
+
+
 def rq1(metrics: pd.DataFrame, cfg: dict[str, Any] | None = None) -> dict[str, Any]:
     """Full RQ1 result: per arm x score AUC (+CI), by condition, and paired deltas.
 
@@ -272,6 +288,8 @@ def rq1(metrics: pd.DataFrame, cfg: dict[str, Any] | None = None) -> dict[str, A
     _check_columns(metrics, c["scores"])
     if len(metrics) == 0:
         raise ValueError("metrics table is empty")
+    if c["primary_arm"] is None:
+        c["primary_arm"] = table_primary_arm(metrics)
     c["scores"] = active_scores(metrics, c)  # configured scores plus the variants present (e.g. per-test propagation)
     scores, boot, zes = c["scores"], c["bootstrap"], c["zero_evidence_score"]
     metrics = with_method_arm(metrics, c["default_variants"])
@@ -289,6 +307,7 @@ def rq1(metrics: pd.DataFrame, cfg: dict[str, Any] | None = None) -> dict[str, A
         "n_trajectories": int(rows["trajectory_id"].nunique()),
         "n_pass": int(rows.drop_duplicates("trajectory_id")[LABEL].sum()),
         "n_tasks": int(rows[CLUSTER].nunique()),
+        "arm_kinds": arm_kinds(metrics),
         "arms": {},
         "by_condition": {},
         "deltas": {"within_arm": [], "between_arms": []},
@@ -541,7 +560,10 @@ def roc_points(metrics: pd.DataFrame, cfg: dict[str, Any] | None = None) -> pd.D
     c = resolve_config(cfg)
     _check_columns(metrics, c["scores"])
     c["scores"] = active_scores(metrics, c)
+    from gcpc.report.labels import labeler_for
+
     rows = decided(with_method_arm(metrics, c["default_variants"]))
+    words = labeler_for(arm_kinds(metrics), rows["arm"].unique().tolist(), c["primary_arm"] or table_primary_arm(metrics))
     frames = []
     for arm in sorted(rows["arm"].unique().tolist()):
         arm_rows = rows[rows["arm"] == arm]
@@ -554,9 +576,12 @@ def roc_points(metrics: pd.DataFrame, cfg: dict[str, Any] | None = None) -> pd.D
                 continue
             fpr, tpr, thr = roc_curve(y, vals[score].to_numpy(dtype=float))
             thr = np.where(np.isfinite(thr), thr, np.nan)
-            frames.append(pd.DataFrame({"arm": arm, "score": score, "fpr": fpr, "tpr": tpr, "threshold": thr}))
+            # `curve` names the series in words: one line per arm x score in `dvc plots show` / `diff`
+            frames.append(pd.DataFrame({"arm": arm, "score": score, "curve": f"{words(arm, score)}, n={len(vals)}",
+                                        "fpr": fpr, "tpr": tpr, "threshold": thr}))
     if not frames:
-        return pd.DataFrame({"arm": pd.Series(dtype=str), "score": pd.Series(dtype=str), "fpr": pd.Series(dtype=float),
+        return pd.DataFrame({"arm": pd.Series(dtype=str), "score": pd.Series(dtype=str), "curve": pd.Series(dtype=str),
+                             "fpr": pd.Series(dtype=float),
                              "tpr": pd.Series(dtype=float), "threshold": pd.Series(dtype=float)})
     return pd.concat(frames, ignore_index=True)
 

@@ -392,7 +392,7 @@ FIGURE = FIGURES / "rq2_human_agreement"
 def run(params: dict[str, Any]) -> dict[str, Any]:
     from gcpc.report.figures import rq2_figure, save_figure
 
-    cfg = resolve_analysis(params.get("analysis"))
+    cfg = resolve_analysis(params.get("analysis"), params.get("arm"))
     metrics = pd.read_parquet(METRICS)
     path = resolve_data_path(params, cfg["rq2"]["annotations"])
     ann, why = None, None

@@ -362,7 +362,7 @@ DELTAS = ANALYZE / "rq3_deltas.csv"
 def run(params: dict[str, Any]) -> dict[str, Any]:
     from gcpc.report.figures import fig5, save_figure
 
-    c = resolve_analysis(params.get("analysis"))
+    c = resolve_analysis(params.get("analysis"), params.get("arm"))
     metrics = pd.read_parquet(METRICS)
     meta = read_trajectory_meta(TRAJECTORIES)
     explicit, source = None, None

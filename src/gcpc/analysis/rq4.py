@@ -112,6 +112,8 @@ def separation_entry(f: pd.DataFrame, boot: dict[str, Any]) -> dict[str, Any]:
 
 
 def _auc_ci(f: pd.DataFrame, boot: dict[str, Any]) -> dict[str, Any]:
+    if not len(f):  # e.g. every trajectory of a small corpus undefined under this recoding: reported, not a crash
+        return {"auc": None, "ci_low": None, "ci_high": None, "n": 0, "skipped": "no trajectory with a defined score"}
     try:
         r = clustered_auc_bootstrap(f, "score", "_pass", "task_id", n_resamples=boot["n_resamples"], seed=boot["seed"], ci=boot["ci"])
     except UndefinedStatistic as exc:
@@ -352,7 +354,7 @@ FIGURE = FIGURES / "rq4_ablations"
 def run(params: dict[str, Any]) -> dict[str, Any]:
     from gcpc.report.figures import rq4_figure, save_figure
 
-    c = resolve_analysis(params.get("analysis"))
+    c = resolve_analysis(params.get("analysis"), params.get("arm"))
     metrics = pd.read_parquet(METRICS)
     labels = pd.read_parquet(LABELS) if LABELS.exists() else None
     rq1_result = json.loads(RQ1.read_text(encoding="utf-8"))

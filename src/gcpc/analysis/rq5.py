@@ -330,7 +330,7 @@ FIGURE = FIGURES / "rq5_reliability"
 def run(params: dict[str, Any]) -> dict[str, Any]:
     from gcpc.report.figures import rq5_figure, save_figure
 
-    c = resolve_analysis(params.get("analysis"))
+    c = resolve_analysis(params.get("analysis"), params.get("arm"))
     metrics = pd.read_parquet(METRICS)
     rs = pd.read_parquet(REJUDGE / "scores.parquet") if (REJUDGE / "scores.parquet").exists() else None
     rl = pd.read_parquet(REJUDGE / "item_labels.parquet") if (REJUDGE / "item_labels.parquet").exists() else None

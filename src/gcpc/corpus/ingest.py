@@ -322,7 +322,7 @@ def corpora_from_params(data: dict[str, Any]) -> list[dict[str, Any]]:
     if corpora is None:
         if "tasks_dir" not in data and "tasks_file" not in data and "trials_dirs" not in data:
             raise KeyError("params.yaml: section 'data' needs 'tasks_dir' (one corpus) or 'corpora'")
-        return [{k: v for k, v in data.items() if k != "out_dir"}]
+        return [{k: v for k, v in data.items() if k not in ("out_dir", "population")}]
     if isinstance(corpora, dict):
         return [{"name": name, **cfg} for name, cfg in corpora.items()]
     if isinstance(corpora, list):
@@ -332,5 +332,7 @@ def corpora_from_params(data: dict[str, Any]) -> list[dict[str, Any]]:
 
 def run(data: dict[str, Any], root: Path) -> dict[str, Any]:
     """The stage: ingest every configured corpus and write the merged outputs under data.out_dir."""
-    result = merge_results([ingest(cfg, root) for cfg in corpora_from_params(data)])
+    from gcpc.corpus import population
+
+    result = population.apply(merge_results([ingest(cfg, root) for cfg in corpora_from_params(data)]), data.get("population"))
     return write_outputs(result, Path(root) / data.get("out_dir", DEFAULT_OUT_DIR))

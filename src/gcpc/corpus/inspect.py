@@ -117,7 +117,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("path", type=Path)
     parser.add_argument("--max-chars", type=int, default=DEFAULT_MAX_CHARS,
                         help="per-event cut of the rendering (0: no cut); default %(default)s")
-    args = parser.parse_args(argv)
+    from gcpc.params import parse_args
+
+    args = parse_args(parser, argv, overrides=False)
     try:
         text = inspect_path(args.path, args.max_chars or None)
     except (ValueError, OSError) as exc:

@@ -4,13 +4,13 @@ import argparse
 
 from gcpc import paths
 from gcpc.judging.stage import run
-from gcpc.params import load_params
+from gcpc.params import load_params, parse_args
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("arm")
     parser.add_argument("--params", default="params.yaml")
-    args = parser.parse_args()
+    args = parse_args(parser)
     judgments = run(load_params(args.params), args.arm, paths.INGEST, paths.SYNTHESIZE, paths.judge_dir(args.arm))
     ok = sum(j.status == "ok" for j in judgments)
     print(f"judge[{args.arm}]: {ok}/{len(judgments)} trajectories judged -> {paths.judge_dir(args.arm)}")

@@ -84,7 +84,15 @@ def llm_session(cfg: dict[str, Any], store_path: str | Path, *, progress: bool =
         client.store.compact(client.used_keys)
     finally:
         client.store.close()
-    write_usage_summary(store_path, cfg)
+    s = write_usage_summary(store_path, cfg)
+    if progress:  # cost in view: one line per call file on stderr (stdout stays the stage's own summary)
+        import sys
+
+        t, cost = s["total"], s["total"]["cost"]
+        print(f"usage {Path(store_path).as_posix()}: {t['requests']} requests, {t['attempts']} calls, "
+              f"{t['tokens']['input_tokens']} input / {t['tokens']['cache_read_input_tokens']} cached / "
+              f"{t['tokens']['output_tokens']} output tokens, cost "
+              f"{'n/a (unpriced)' if cost is None else f'{cost:.4f} ' + s['currency']}", file=sys.stderr)
 
 
 __all__ = ["llm_session", "LLMClient", "CallStore", "LLMRequest", "Message", "LLMSettings", "make_client", "make_provider",

@@ -24,6 +24,22 @@ def _line(record: CallRecord) -> str:
     return redact(canonical_json(record)) + "\n"
 
 
+def read_records(path: str | Path) -> list[CallRecord]:
+    """Every record of a call file, read only (usage summaries and checks; no torn-tail repair)."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    out = []
+    for i, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not raw.strip():
+            continue
+        try:
+            out.append(CallRecord.model_validate(json.loads(raw)))
+        except Exception as exc:
+            raise ValueError(f"{path}: record {i} is not a valid call record: {exc}") from exc
+    return out
+
+
 class CallStore:
     def __init__(self, path: str | Path):
         self.path = Path(path)

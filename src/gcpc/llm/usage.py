@@ -3,7 +3,12 @@
     from gcpc.llm.usage import write_usage_summary
     write_usage_summary(out_dir / "llm_calls.jsonl", params["judge"])   # -> out_dir / "usage_summary.json"
 
-The summary is a pure function of the call file and the configured prices, so it is as
+A stage with several call files (rejudge: one per pass and one for the second judge) keeps one
+entry per file under `files`; writing one file's summary updates its entry and never drops the
+others', and the top level sums every entry. `cache_hit_attempts` counts attempts that read
+prompt-cache tokens (the cached tokens are `cache_read_input_tokens`).
+
+The summary is a pure function of the call files and the configured prices, so it is as
 deterministic as the call file (latencies and transport retries are left out). Every attempt
 counts, including invalid outputs that were retried and calls answered in earlier runs whose
 records the stage kept: it is the cost of producing these outputs. Prices are per million tokens
@@ -19,8 +24,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from gcpc.io import iter_jsonl, write_json
+import json
+
+from gcpc.io import write_json
 from gcpc.llm.base import CallRecord
+from gcpc.llm.store import read_records
 
 TOKEN_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens", "reasoning_tokens")
 SUMMARY_NAME = "usage_summary.json"
@@ -60,7 +68,7 @@ def record_cost(record: CallRecord, prices: dict[str, float]) -> float:
 
 def _empty() -> dict[str, Any]:
     return {"keys": set(), "ok_keys": set(), "attempts": 0, "invalid_attempts": 0, "provider_errors": 0,
-            "batch_attempts": 0, "tokens": dict.fromkeys(TOKEN_FIELDS, 0), "cost": 0.0, "priced": True}
+            "batch_attempts": 0, "cache_hit_attempts": 0, "tokens": dict.fromkeys(TOKEN_FIELDS, 0), "cost": 0.0, "priced": True}
 
 
 def _add(group: dict[str, Any], record: CallRecord, cost: float | None) -> None:
@@ -72,6 +80,7 @@ def _add(group: dict[str, Any], record: CallRecord, cost: float | None) -> None:
     group["invalid_attempts"] += err.startswith("invalid output")
     group["provider_errors"] += err.startswith("provider error")
     group["batch_attempts"] += record.batch_id is not None
+    group["cache_hit_attempts"] += int(record.usage.get("cache_read_input_tokens", 0) or 0) > 0
     for f in TOKEN_FIELDS:
         group["tokens"][f] += int(record.usage.get(f, 0))
     if cost is None:
@@ -83,7 +92,7 @@ def _add(group: dict[str, Any], record: CallRecord, cost: float | None) -> None:
 def _finish(group: dict[str, Any]) -> dict[str, Any]:
     return {"requests": len(group["keys"]), "ok_requests": len(group["ok_keys"]), "attempts": group["attempts"],
             "invalid_attempts": group["invalid_attempts"], "provider_errors": group["provider_errors"],
-            "batch_attempts": group["batch_attempts"], "tokens": group["tokens"],
+            "batch_attempts": group["batch_attempts"], "cache_hit_attempts": group["cache_hit_attempts"], "tokens": group["tokens"],
             "cost": round(group["cost"], 6) if group["priced"] else None}
 
 
@@ -113,11 +122,57 @@ def summarize_usage(records: Iterable[CallRecord], cfg: dict[str, Any]) -> dict[
     }
 
 
+COUNT_FIELDS = ("requests", "ok_requests", "attempts", "invalid_attempts", "provider_errors", "batch_attempts",
+                "cache_hit_attempts")
+
+
+def add_groups(groups: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """Sum finished groups (requests, attempts, tokens, cost; cost None when any part is unpriced)."""
+    out: dict[str, Any] = dict.fromkeys(COUNT_FIELDS, 0) | {"tokens": dict.fromkeys(TOKEN_FIELDS, 0), "cost": 0.0}
+    for g in groups:
+        for f in COUNT_FIELDS:
+            out[f] += int(g.get(f, 0))
+        for f in TOKEN_FIELDS:
+            out["tokens"][f] += int(g.get("tokens", {}).get(f, 0))
+        out["cost"] = None if out["cost"] is None or g.get("cost") is None else out["cost"] + float(g["cost"])
+    if out["cost"] is not None:
+        out["cost"] = round(out["cost"], 6)
+    return out
+
+
+def combine_summaries(files: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """One stage's usage from the summaries of its call files."""
+    def merged(part: str) -> dict[str, Any]:
+        names = sorted({k for f in files.values() for k in f.get(part, {})})
+        return {k: add_groups(f[part][k] for f in files.values() if k in f.get(part, {})) for k in names}
+
+    return {
+        "currency": sorted({f.get("currency", "USD") for f in files.values()} or {"USD"})[0],
+        "priced_models": sorted({f["priced_model"] for f in files.values() if f.get("prices")}),
+        "unpriced_models": sorted({m for f in files.values() for m in f.get("unpriced_models", [])}),
+        "total": add_groups(f["total"] for f in files.values()),
+        "by_model": merged("by_model"),
+        "by_purpose": merged("by_purpose"),
+        "files": {k: files[k] for k in sorted(files)},
+    }
+
+
+def read_usage(path: str | Path) -> dict[str, Any] | None:
+    """A stage's usage_summary.json (`path` is the file or its folder); None when the stage wrote none."""
+    path = Path(path)
+    path = path / SUMMARY_NAME if path.is_dir() else path
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+
+
 def write_usage_summary(calls_path: str | Path, cfg: dict[str, Any], out_path: str | Path | None = None) -> dict[str, Any]:
-    """Summarize `calls_path` (a stage's llm_calls.jsonl) into `usage_summary.json` beside it; returns the summary."""
+    """Summarize `calls_path` (one llm_calls*.jsonl) into its entry of `usage_summary.json` beside it, keeping
+    the entries of the stage's other call files that still exist; returns this file's summary."""
     calls_path = Path(calls_path)
-    records = [CallRecord.model_validate(r) for r in iter_jsonl(calls_path)] if calls_path.exists() else []
-    summary = summarize_usage(records, cfg)
+    summary = summarize_usage(read_records(calls_path), cfg)
     summary["calls_file"] = calls_path.name
-    write_json(Path(out_path) if out_path is not None else calls_path.with_name(SUMMARY_NAME), summary)
+    out = Path(out_path) if out_path is not None else calls_path.with_name(SUMMARY_NAME)
+    previous = read_usage(out) if out.exists() else None
+    files = {k: v for k, v in ((previous or {}).get("files") or {}).items() if (out.parent / k).exists()}
+    files[calls_path.name] = summary
+    write_json(out, combine_summaries(files))
     return summary

@@ -94,7 +94,7 @@ def _heuristic_warning(judges: dict[str, str], generator: str) -> str:
 
 
 def build_report(params: dict[str, Any], analyze_dir: Path = ANALYZE, fig_dir: Path = FIGURES) -> str:
-    c = resolve_analysis(params.get("analysis"))
+    c = resolve_analysis(params.get("analysis"), params.get("arm"))
     r = {name: _load(name, analyze_dir) for name in RESULTS}
     gen = params.get("generator") or {}
     generator = "/".join(str(gen[k]) for k in ("provider", "model") if gen.get(k)) or "n/a"
@@ -217,6 +217,11 @@ def build_report(params: dict[str, Any], analyze_dir: Path = ANALYZE, fig_dir: P
     for stem, cap in FIGURE_STEMS["rq5"]:
         who = judge_line + (f" Second judge: {sw.get('swap_judge')}." if sw.get("available") else "")
         lines += [_embed_figure(fig_dir, stem, cap, who), ""]
+
+    # Usage (cost in view): written by the headline stage from every LLM stage's usage_summary.json
+    usage_md = Path("data/processed/headline/usage.md")
+    lines += ["## LLM usage and cost", "", usage_md.read_text(encoding="utf-8") if usage_md.exists()
+              else "Not available: run the headline stage (`python -m gcpc.report.headline`).", ""]
 
     lines += ["## Files", "", "| File | Kind |", "|---|---|"]
     for f in listed_outputs():

@@ -36,6 +36,17 @@ PASS_COLOR = "#1b9e77"
 FAIL_COLOR = "#d95f02"
 
 
+def _words(result: dict[str, Any]) -> Any:
+    """Arm x score labels in words (gcpc.report.labels) for an rq1 result."""
+    from gcpc.report.labels import labeler_for
+
+    return labeler_for(result.get("arm_kinds"), list(result.get("arms", {})), result.get("config", {}).get("primary_arm"))
+
+
+def _n(e: dict[str, Any]) -> str:
+    return f", n={e['n']}" if e.get("n") is not None else ""
+
+
 def judge_label(params: dict[str, Any]) -> str | None:
     """'provider/model' of the judge from params (`llm.judge.*`, else `judge.*`), or None if absent."""
     for path in (("llm", "judge"), ("judge",)):
@@ -67,11 +78,12 @@ def forest_plot(result: dict[str, Any], judge: str | None = None) -> Figure:
             ax.plot([e["auc"]], [y], "o", color="#3366aa", ms=6, zorder=3)
             ax.text(1.02, y, f"{e['auc']:.3f}", va="center", ha="left", fontsize=8, transform=ax.get_yaxis_transform())
         ax.axvline(0.5, color="0.5", ls="--", lw=1)
-        ax.set_yticks(ys, [f"{arm} · {score}" for arm, score, _ in entries])
+        words = _words(result)
+        ax.set_yticks(ys, [f"{words(arm, score)}{_n(e)}" for arm, score, e in entries])
         ax.set_xlim(0.0, 1.0)
         ax.set_ylim(-0.7, len(entries) - 0.3)
         ax.set_xlabel(f"AUC vs official PASS ({level}% task-clustered bootstrap CI)")
-        title = "RQ1: checklist score AUC"
+        title = f"RQ1: score AUC (n = {result.get('n_trajectories')} trajectories)"
         if judge:
             title += f" (judge: {judge})"
         ax.set_title(title, fontsize=10)
@@ -84,9 +96,13 @@ def score_by_outcome_plot(metrics: pd.DataFrame, cfg: dict[str, Any] | None = No
 
     Uses the same filtering and zero-evidence filling as rq1 so the picture matches the AUCs.
     """
+    from gcpc.analysis.rq1 import arm_kinds
+    from gcpc.report.labels import labeler_for
+
     c = resolve_config(cfg)
     rows = decided(metrics)
     arms = sorted(rows["arm"].unique().tolist())
+    words = labeler_for(arm_kinds(metrics), arms, c.get("primary_arm"))
     scores = c["scores"]
     rng = np.random.default_rng(seed)
     with plt.rc_context(RC):
@@ -97,9 +113,9 @@ def score_by_outcome_plot(metrics: pd.DataFrame, cfg: dict[str, Any] | None = No
             for j, score in enumerate(scores):
                 ax = axes[i][j]
                 if arm_rows[score].isna().all():
-                    ax.text(0.5, 0.5, f"{arm} produces no {score}", ha="center", va="center", fontsize=7, color="0.4")
+                    ax.text(0.5, 0.5, f"{words.arm(arm)} produces no {score}", ha="center", va="center", fontsize=7, color="0.4")
                     ax.set_xticks([])
-                    ax.set_title(f"{arm} · {score}", fontsize=8)
+                    ax.set_title(words(arm, score), fontsize=8)
                     continue
                 vals, info = score_values(arm_rows, score, c["zero_evidence_score"])
                 filled = vals.index.isin(arm_rows.index[arm_rows[score].isna()])
@@ -124,7 +140,7 @@ def score_by_outcome_plot(metrics: pd.DataFrame, cfg: dict[str, Any] | None = No
                 ax.set_xticks([0, 1], [f"FAIL\n(n={sizes[0]})", f"PASS\n(n={sizes[1]})"])
                 ax.set_xlim(-0.6, 1.6)
                 ax.set_ylim(-0.05, 1.05)
-                title = f"{arm} · {score}"
+                title = f"{words(arm, score)}, n={len(vals)}"
                 if info["n_filled"]:
                     title += f"\n{info['n_filled']} zero-evidence (hollow) scored {c['zero_evidence_score']:g}"
                 elif info["n_dropped"]:
@@ -203,7 +219,7 @@ def fig4(result: dict[str, Any], judges: dict[str, str] | None = None) -> Figure
     shares: list[float | None] = []
     if ref.get("available"):
         for d in ref["deltas"]:
-            paired.append((f"{d['a']} − {d['b']}", d.get("delta"), d.get("ci_low"), d.get("ci_high"),
+            paired.append((f"{_words(result).method(d['a'])} − {_words(result).method(d['b'])}{_n(d)}", d.get("delta"), d.get("ci_low"), d.get("ci_high"),
                            GCPC_COLOR if d.get("headline") else REF_COLOR))
             shares.append(d.get("share_positive"))
             for cond, e in sorted((d.get("by_condition") or {}).items()):
@@ -214,7 +230,8 @@ def fig4(result: dict[str, Any], judges: dict[str, str] | None = None) -> Figure
     primary = result["config"].get("primary_arm")
 
     def rows_of(keep: Any) -> list[tuple[str, float | None, float | None, float | None, str]]:
-        return [(f"{arm} · {score}", e.get("auc"), e.get("ci_low"), e.get("ci_high"), GCPC_COLOR if arm == primary else REF_COLOR)
+        return [(f"{_words(result)(arm, score)}{_n(e)}", e.get("auc"), e.get("ci_low"), e.get("ci_high"),
+                 GCPC_COLOR if arm == primary else REF_COLOR)
                 for arm, score, e in entries if keep(score)]
 
     blind = rows_of(lambda s: s not in OUTCOME_USING_SCORES)

@@ -37,6 +37,8 @@ import pandas as pd
 
 from gcpc.analysis.common import zero_evidence_text
 
+from gcpc.corpus import population
+from gcpc.corpus.population import agent_steps  # noqa: F401 (re-exported)
 from gcpc.corpus.ingest import corpora_from_params, ingest, merge_results, write_outputs
 from gcpc.corpus.models import EventKind, Exclusion, Trajectory
 from gcpc.corpus.render import render_log
@@ -58,22 +60,10 @@ def compose_params(data: str, arms: str, overrides: list[str] | None = None, con
     return params
 
 
-def agent_steps(traj: Trajectory) -> int:
-    return sum(e.kind == EventKind.TOOL_CALL for e in traj.events)
-
-
 def select(result: Any, *, harness: str | None, min_agent_steps: int) -> Any:
-    """The ingest result restricted to one harness and to runs with at least `min_agent_steps` tool calls."""
-    kept, dropped = [], []
-    for t in result.trajectories:
-        if harness is not None and t.harness != harness:
-            dropped.append(Exclusion(path=t.source_path, reason=f"study filter: harness {t.harness!r} is not {harness!r}"))
-        elif agent_steps(t) < min_agent_steps:
-            dropped.append(Exclusion(path=t.source_path, reason=f"study filter: {agent_steps(t)} agent steps (< {min_agent_steps})"))
-        else:
-            kept.append(t)
-    return dataclasses.replace(result, trajectories=kept,
-                               exclusions=sorted([*result.exclusions, *dropped], key=lambda e: (e.path, e.reason)))
+    """The ingest result restricted to one harness and to runs with at least `min_agent_steps` tool calls:
+    the data config's `population` filter (gcpc.corpus.population), which `dvc exp run` applies at ingest."""
+    return population.apply(result, {"harness": harness, "min_agent_steps": min_agent_steps})
 
 
 def metadata_in_log(trajectories: list[Trajectory], max_chars: int) -> dict[str, int]:
@@ -225,7 +215,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-agent-steps", type=int, default=0, help="keep only trajectories with at least this many tool calls")
     parser.add_argument("--out", required=True, type=Path, help="output folder (created)")
     parser.add_argument("overrides", nargs="*", help="further Hydra overrides, e.g. llm@judge=replay")
-    args = parser.parse_args(argv)
+    from gcpc.params import parse_args
+
+    args = parse_args(parser, argv, overrides=False)
     command = "python -m gcpc.scoring.arm_study " + " ".join(sys.argv[1:] if argv is None else argv)
     study = run_study(args.data, args.out, arms=args.arms, harness=args.harness, min_agent_steps=args.min_agent_steps,
                       overrides=args.overrides, command=command, progress=False)

@@ -120,19 +120,30 @@ class TaskAudit(BaseModel):
 
 def audit_tasks(tasks: Sequence[Task], checklists: Sequence[Checklist], llm_cfg: dict[str, Any], settings: AuditSettings,
                 client: LLMClient) -> list[TaskAudit]:
+    """Every (scheme, task) request goes out through `client.run` at once, so the audit runs concurrently
+    (and in batch mode) like judging, with a progress bar; each request keeps its own task-specific check."""
     by_task = {(c.benchmark, c.task_id): c for c in checklists}
-    out: list[TaskAudit] = []
+    planned: list[tuple[Any, Task, Checklist | None, LLMRequest]] = []
+    checks: dict[str, Any] = {}
     for scheme, template in settings.load():
         for task in sorted(tasks, key=lambda t: (t.benchmark, t.task_id)):
             cl = by_task.get((task.benchmark, task.task_id))
             frozen = cl is not None and cl.status == "frozen"
             items = [{"item_id": i.item_id, "text": i.text, "quote": i.quote} for i in (cl.items if frozen and cl else [])]
             request = build_audit_request(task.instruction, items, scheme, template, llm_cfg)
-            result = client.run_one(request, CategoryAudit, audit_check(scheme, task.instruction, {i["item_id"] for i in items}))
-            reqs = CategoryAudit.model_validate(result.parsed).model_dump(mode="json")["requirements"] if result.ok else []
-            out.append(TaskAudit(scheme=scheme.name, benchmark=task.benchmark, task_id=task.task_id,
-                                 checklist_status=cl.status if cl else "missing", request_key=result.key,
-                                 ok=result.ok, error=result.error, requirements=reqs))
+            checks[request.key] = audit_check(scheme, task.instruction, {i["item_id"] for i in items})
+            planned.append((scheme, task, cl, request))
+
+    def check(parsed: BaseModel, request: LLMRequest) -> None:
+        checks[request.key](parsed, request)
+
+    results = client.run([p[3] for p in planned], CategoryAudit, check, desc="audit") if planned else []
+    out: list[TaskAudit] = []
+    for (scheme, task, cl, _), result in zip(planned, results, strict=True):
+        reqs = CategoryAudit.model_validate(result.parsed).model_dump(mode="json")["requirements"] if result.ok else []
+        out.append(TaskAudit(scheme=scheme.name, benchmark=task.benchmark, task_id=task.task_id,
+                             checklist_status=cl.status if cl else "missing", request_key=result.key,
+                             ok=result.ok, error=result.error, requirements=reqs))
     return out
 
 

@@ -1,0 +1,167 @@
+"""What defines an experiment, derived and checked when params.yaml is composed (not when a stage runs).
+
+`dvc exp run -S arm=generic` must not fail an hour later because `analysis.primary_arm` still
+names an arm that was not judged. conf/ therefore derives the analysed arms from the arm set
+through OmegaConf resolvers registered here, and the `experiment` section of conf/config.yaml
+calls `check_*` so that a composed config naming an arm outside the set, a data config missing a
+required key, or an unknown key (`+judge.api_key=...`) fails during composition, before DVC
+writes anything. DVC loads the resolvers through the Hydra plugin in hydra_plugins/ (its
+`plugins_path` is the repository root); `gcpc.params.compose` registers them itself.
+
+The same functions are called by the stages on a hand-edited params.yaml.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+DATA_REQUIRED = ("name", "root")
+"""Keys every data config has; one corpus (or each of `corpora`) also needs CORPUS_REQUIRED."""
+CORPUS_REQUIRED = ("benchmark", "tasks_dir", "trials_dirs")
+FORMAT_DEFAULTS = {"terminal-bench-1": {"benchmark"}, "swe-bench": {"benchmark", "tasks_dir"}}
+"""Keys a corpus format supplies itself (swe-bench reads `tasks_file` instead of `tasks_dir`)."""
+DATA_KEYS_DOC = {
+    "name": "short name of the study population; names outputs and report headings",
+    "root": "folder holding the corpus (a DVC dependency; annotations and pairs files are read under it)",
+    "benchmark": "benchmark id recorded on every task and trajectory (e.g. skillsbench, terminal-bench-2)",
+    "tasks_dir": "folder of task folders (instruction.md, task.toml, tests/)",
+    "trials_dirs": "list of job folders holding trial folders ([] for tasks only)",
+}
+
+
+class ConfigError(ValueError):
+    """A composed configuration that cannot run; the message names the offending keys."""
+
+
+def _plain(node: Any) -> Any:
+    """OmegaConf nodes (what a resolver receives) as plain Python containers."""
+    try:
+        from omegaconf import DictConfig, ListConfig, OmegaConf
+
+        if isinstance(node, DictConfig | ListConfig):
+            return OmegaConf.to_container(node, resolve=True)
+    except ImportError:  # pragma: no cover - omegaconf is a dependency
+        pass
+    return node
+
+
+def arm_set(arms: Any) -> dict[str, dict[str, Any]]:
+    arms = _plain(arms)
+    if not isinstance(arms, Mapping) or not arms:
+        raise ConfigError("arm: the arm set is empty; choose one with -S arm=<conf/arm/NAME> (e.g. arm=all)")
+    return {str(k): dict(v or {}) for k, v in arms.items()}
+
+
+def derive_primary_arm(arms: Any) -> str:
+    """The arm whose numbers are the headline: the paper's GCPC (a checklist arm without the evidence
+    gate) when the set has one, else the first checklist arm, else the first arm of the set."""
+    spec = arm_set(arms)
+    checklist = [k for k, v in spec.items() if v.get("kind") == "checklist"]
+    for k in checklist:
+        if not spec[k].get("evidence_gate", False):
+            return k
+    return checklist[0] if checklist else next(iter(spec))
+
+
+def check_arms(arms: Any, primary: Any, rejudge_arm: Any, controls_arms: Any) -> str:
+    """Every analysed arm must be in the arm set; returns the arm set as one readable value ("gcpc+generic")."""
+    spec = arm_set(arms)
+    named = [("analysis.primary_arm", primary), ("analysis.rejudge.arm", rejudge_arm)]
+    named += [("analysis.controls.arms", a) for a in (_plain(controls_arms) or [])]
+    bad = [f"{key} = {value!r}" for key, value in named if str(value) not in spec]
+    if bad:
+        raise ConfigError(f"{'; '.join(bad)}: not in the arm set `arm` ({', '.join(spec)}). Leave these keys unset to "
+                          "derive them from the arm set, or add the arm, e.g. -S arm=all")
+    return "+".join(spec)
+
+
+def _corpus_missing(c: Mapping[str, Any], prefix: str) -> list[str]:
+    have = FORMAT_DEFAULTS.get(str(c.get("format") or "harbor"), set())
+    if c.get("tasks_file"):
+        have = have | {"tasks_dir"}
+    return [f"{prefix}{k}" for k in CORPUS_REQUIRED
+            if k not in have and (c.get(k) is None or (k != "trials_dirs" and c.get(k) in ("", [])))]
+
+
+def check_data(data: Any, *, where: str = "data") -> str:
+    """A data config has every required key (each missing one named); returns its name."""
+    data = _plain(data)
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{where}: must be a mapping (a conf/data/NAME.yaml); got {type(data).__name__}")
+    missing = [k for k in DATA_REQUIRED if data.get(k) in (None, "")]
+    corpora = data.get("corpora")
+    if corpora is None:
+        missing += _corpus_missing(data, "")
+        listed = [data]
+    else:
+        items = list(corpora.items()) if isinstance(corpora, Mapping) else list(enumerate(corpora))
+        for i, c in items:
+            missing += _corpus_missing(c or {}, f"corpora[{i}].")
+        listed = [c or {} for _, c in items]
+    if missing:
+        doc = "; ".join(f"{k}: {DATA_KEYS_DOC[k.split('.')[-1]]}" for k in missing if k.split(".")[-1] in DATA_KEYS_DOC)
+        raise ConfigError(f"{where}: missing required key(s) {', '.join(f'{where}.{k}' for k in missing)} ({doc}). "
+                          "`python -m gcpc.corpus.new_config NAME PATH` writes a complete data config")
+    from gcpc.corpus import population
+
+    try:
+        population.check(data.get("population"), where=f"{where}.population")
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    for c in listed:
+        if isinstance(c.get("trials_dirs"), str):
+            raise ConfigError(f"{where}.trials_dirs: must be a list of folders, got the string {c['trials_dirs']!r}")
+    return str(data["name"])
+
+
+def model_label(cfg: Any, where: str = "llm") -> str:
+    """`provider/model` of an llm config, after checking it as the stages will (unknown or secret-like keys refused)."""
+    from gcpc.llm.settings import LLMSettings
+
+    cfg = _plain(cfg) or {}
+    try:
+        LLMSettings.from_cfg(dict(cfg), where=where)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    provider = cfg.get("recorded_provider", cfg.get("provider")) if cfg.get("provider") == "replay" else cfg.get("provider")
+    mode = cfg.get("mode")
+    label = f"{provider}/{cfg.get('model')}"
+    return f"{label} ({mode})" if mode not in (None, "", "sync") else label
+
+
+def check_params(params: Mapping[str, Any], *, source: str = "params.yaml") -> None:
+    """The composition-time checks, for a params file that did not come through composition."""
+    analysis = params.get("analysis") or {}
+    spec = arm_set(params.get("arm"))
+    primary = analysis.get("primary_arm") or derive_primary_arm(spec)
+    rejudge = (analysis.get("rejudge") or {}).get("arm") or primary
+    controls = (analysis.get("controls") or {}).get("arms") or [primary]
+    try:
+        check_arms(spec, primary, rejudge, controls)
+        check_data(params.get("data"))
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+
+
+def _as_list(value: Any) -> list[Any]:
+    value = _plain(value)
+    return list(value) if isinstance(value, Sequence) and not isinstance(value, str) else [value]
+
+
+RESOLVERS = {
+    "gcpc_primary_arm": derive_primary_arm,
+    "gcpc_arm_set": check_arms,
+    "gcpc_data": check_data,
+    "gcpc_model": model_label,
+    "gcpc_list": _as_list,
+}
+
+
+def register_resolvers() -> None:
+    """Register the resolvers conf/ uses (idempotent)."""
+    from omegaconf import OmegaConf
+
+    for name, fn in RESOLVERS.items():
+        if not OmegaConf.has_resolver(name):
+            OmegaConf.register_new_resolver(name, fn)

@@ -1,0 +1,195 @@
+"""`python -m gcpc.report.headline`: the one DVC metrics file, metrics/headline.json.
+
+`dvc exp show` is for comparing experiments, so it gets a handful of numbers that answer "did
+this run work, what did it find, what did it cost": per arm the plain (log-only) AUC and its CI,
+the paper's headline paired ΔAUC, item agreement with the per-test verifier results, the
+zero-evidence count, trajectories judged / failed, and usage (calls, tokens, cost). Everything
+else stays in the stage outputs (data/processed/analyze/rq*.json) and figures/report.md.
+
+Usage is read from the `usage_summary.json` every LLM stage writes beside its call files (one
+entry per call file), so the totals are the sums over every `llm_calls*.jsonl` of the run; the
+per-stage and per-arm breakdown goes to data/processed/headline/usage.{json,md} and the report.
+
+Other analyses add to the file through `SECTIONS`: a function (params, root) -> dict | None whose
+result becomes one top-level key (None leaves the key out).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from gcpc import paths
+from gcpc.analysis.common import resolve_analysis
+from gcpc.io import iter_jsonl, write_json, write_text
+from gcpc.llm.usage import add_groups, read_usage
+
+HEADLINE = paths.METRICS / "headline.json"
+OUT_DIR = paths.PROCESSED / "headline"
+USAGE_JSON = OUT_DIR / "usage.json"
+USAGE_MD = OUT_DIR / "usage.md"
+
+USAGE_FIELDS = {"calls": "attempts", "cached_calls": "cache_hit_attempts"}
+TOKEN_NAMES = {"input_tokens": "input_tokens", "cache_creation_input_tokens": "cache_write_tokens",
+               "cache_read_input_tokens": "cached_tokens", "output_tokens": "output_tokens"}
+
+
+def _r(x: Any, digits: int = 4) -> float | None:
+    return None if x is None else round(float(x), digits)
+
+
+def llm_stages(params: dict[str, Any], root: Path = Path(".")) -> dict[str, Path]:
+    """Every LLM stage of the pipeline and its output folder, in pipeline order (judge stages per arm of the set)."""
+    stages = {"synthesize": paths.SYNTHESIZE, "audit": paths.AUDIT}
+    stages |= {f"judge@{arm}": paths.judge_dir(arm) for arm in (params.get("arm") or {})}
+    stages |= {"rejudge": paths.REJUDGE, "controls": paths.CONTROLS}
+    return {k: root / v for k, v in stages.items()}
+
+
+def compact_usage(group: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {name: int(group.get(f, 0)) for name, f in USAGE_FIELDS.items()}
+    out |= {name: int(group.get("tokens", {}).get(f, 0)) for f, name in TOKEN_NAMES.items()}
+    out["cost"] = None if group.get("cost") is None else round(float(group["cost"]), 6)
+    return out
+
+
+def usage_breakdown(params: dict[str, Any], root: Path = Path(".")) -> dict[str, Any]:
+    """Calls, cached calls, tokens and cost per stage, per arm (from the `judgment:<arm>`-style purposes) and in total."""
+    arms = set(params.get("arm") or {})
+    per_stage: dict[str, Any] = {}
+    per_arm: dict[str, list[dict[str, Any]]] = {}
+    currencies: set[str] = set()
+    missing = []
+    for stage, folder in llm_stages(params, root).items():
+        summary = read_usage(folder)
+        if summary is None:
+            missing.append(stage)
+            continue
+        currencies.add(summary.get("currency", "USD"))
+        per_stage[stage] = compact_usage(summary["total"]) | {"files": sorted((summary.get("files") or {"": 0}).keys())}
+        for purpose, group in (summary.get("by_purpose") or {}).items():
+            arm = purpose.rsplit(":", 1)[-1] if ":" in purpose else None
+            if arm in arms:
+                per_arm.setdefault(arm, []).append(group)
+    total = add_groups(
+        {"attempts": s["calls"], "cache_hit_attempts": s["cached_calls"], "cost": s["cost"],
+         "tokens": {f: s[name] for f, name in TOKEN_NAMES.items()}} for s in per_stage.values())
+    return {"currency": sorted(currencies or {"USD"})[0], "total": compact_usage(total), "by_stage": per_stage,
+            "by_arm": {a: compact_usage(add_groups(gs)) for a, gs in sorted(per_arm.items())},
+            "stages_without_usage": missing,
+            "token_fields": {name: f for f, name in TOKEN_NAMES.items()} | {"calls": "attempts (every provider call, "
+                             "retries included)", "cached_calls": "attempts that read prompt-cache tokens"}}
+
+
+def _arm_auc(rq1: dict[str, Any], score: str) -> tuple[dict[str, Any], dict[str, str]]:
+    auc, ci = {}, {}
+    for arm, per in sorted(rq1.get("arms", {}).items()):
+        e = per.get(score) or {}
+        if e.get("auc") is None:
+            continue
+        auc[arm] = _r(e["auc"])
+        if e.get("ci_low") is not None and e.get("ci_high") is not None:
+            ci[arm] = f"{e['ci_low']:.3f}–{e['ci_high']:.3f}"
+    return auc, ci
+
+
+def _headline_delta(rq1: dict[str, Any]) -> dict[str, Any] | None:
+    ref = rq1.get("reference") or {}
+    head = next((d for d in ref.get("deltas", []) if d.get("headline")), None)
+    if not head or head.get("delta") is None:
+        return None
+    return {"vs": str(head.get("b", "")).split(":")[0], "value": _r(head["delta"]), "ci_low": _r(head.get("ci_low")),
+            "ci_high": _r(head.get("ci_high")), "n": int(head.get("n", 0))}
+
+
+def _judged(root: Path, primary: str) -> dict[str, int]:
+    metrics = pd.read_parquet(root / paths.FINALIZE / "metrics.parquet", columns=["trajectory_id", "arm", "zero_evidence"])
+    excl_path = root / paths.FINALIZE / "exclusions.jsonl"
+    excl = list(iter_jsonl(excl_path)) if excl_path.exists() else []
+    failed = {(r["trajectory_id"], r["arm"]) for r in excl if str(r.get("reason", "")).startswith("judge ")}
+    prim = metrics[metrics["arm"] == primary]
+    return {"trajectories": int(metrics["trajectory_id"].nunique()),
+            "judged": int(len(metrics.drop_duplicates(["trajectory_id", "arm"]))), "failed": len(failed),
+            "zero_evidence": int(prim["zero_evidence"].fillna(False).astype(bool).sum())}
+
+
+def _item_agreement(root: Path, primary: str) -> float | None:
+    path = root / paths.FINALIZE / "judge_accuracy.json"
+    if not path.exists():
+        return None
+    arm = (json.loads(path.read_text(encoding="utf-8")).get("arms") or {}).get(primary) or {}
+    return _r((arm.get("plain") or {}).get("agreement")) if arm.get("applicable") else None
+
+
+SECTIONS: dict[str, Callable[[dict[str, Any], Path], dict[str, Any] | None]] = {}
+"""Extra top-level headline keys, e.g. item-level validity from another analysis."""
+
+
+def headline(params: dict[str, Any], root: Path = Path(".")) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(metrics/headline.json content, the full usage breakdown)."""
+    c = resolve_analysis(params.get("analysis"), params.get("arm"))
+    rq1 = json.loads((root / paths.ANALYZE / "rq1.json").read_text(encoding="utf-8"))
+    primary = str(rq1.get("config", {}).get("primary_arm") or c["primary_arm"])
+    auc, ci = _arm_auc(rq1, str(c["headline_score"]))
+    usage = usage_breakdown(params, root)
+    out: dict[str, Any] = {
+        "primary_arm": primary,
+        "auc": auc,
+        "auc_ci": ci,
+        "delta_auc": _headline_delta(rq1),
+        "item_agreement": _item_agreement(root, primary),
+        "n": _judged(root, primary),
+        "usage": {k: v for k, v in usage["total"].items() if k != "cache_write_tokens"},  # all of it in usage.json
+    }
+    for key, fn in SECTIONS.items():
+        value = fn(params, root)
+        if value is not None:
+            out[key] = value
+    return {k: v for k, v in out.items() if v is not None}, usage
+
+
+def _fmt_cost(x: float | None, currency: str) -> str:
+    return "n/a (unpriced)" if x is None else f"{x:.4f} {currency}"
+
+
+def usage_markdown(usage: dict[str, Any]) -> str:
+    cur = usage["currency"]
+    head = "| {} | calls | cached calls | input tokens | cache-write tokens | cached tokens | output tokens | cost |"
+    sep = "|---|---:|---:|---:|---:|---:|---:|---:|"
+
+    def row(name: str, u: dict[str, Any]) -> str:
+        return (f"| {name} | {u['calls']} | {u['cached_calls']} | {u['input_tokens']} | {u['cache_write_tokens']} | "
+                f"{u['cached_tokens']} | {u['output_tokens']} | {_fmt_cost(u['cost'], cur)} |")
+
+    lines = ["Calls are provider attempts (retries included); cached calls are attempts that read prompt-cache "
+             "tokens. Cost is at the `prices` of each stage's llm config.", "", head.format("stage"), sep]
+    lines += [row(s, u) for s, u in usage["by_stage"].items()]
+    lines.append(row("**total**", usage["total"]))
+    if usage["by_arm"]:
+        lines += ["", head.format("arm (judge, rejudge, controls)"), sep]
+        lines += [row(a, u) for a, u in usage["by_arm"].items()]
+    if usage["stages_without_usage"]:
+        lines += ["", "No usage recorded for: " + ", ".join(usage["stages_without_usage"]) + "."]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    from gcpc.params import load_params, stage_args
+
+    args = stage_args("Write metrics/headline.json (the DVC metrics) and the usage breakdown")
+    metrics, usage = headline(load_params(args.params))
+    write_json(HEADLINE, metrics)
+    write_json(USAGE_JSON, usage)
+    write_text(USAGE_MD, usage_markdown(usage))
+    u = usage["total"]
+    print(f"headline: AUC {metrics.get('auc')}; {u['calls']} calls, {u['input_tokens']} input / {u['output_tokens']} "
+          f"output tokens, cost {_fmt_cost(u['cost'], usage['currency'])} -> {HEADLINE}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

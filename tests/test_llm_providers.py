@@ -180,11 +180,30 @@ def test_invalid_model_output_is_recorded_and_retried_then_reported(api, tmp_pat
     client.store.close()
 
 
-def test_non_retryable_error_stops_at_once(api, tmp_path):
+def test_refused_request_is_recorded_once_and_not_asked_again(api, tmp_path):
+    """HTTP 400 is about this request: no retry, a recorded refusal, and a re-run does not ask again."""
     name, server = api
-    server.faults.append(Fault(kind="status", status=400, message="bad parameter"))
+    server.faults.append(Fault(kind="status", status=400, message="context_length_exceeded: prompt too long"))
     client = make_client(cfg(name, server), tmp_path / "c.jsonl", progress=False)
-    with pytest.raises(ProviderError, match="HTTP 400"):
+    refused = client.run_one(judge_req(name), ChecklistJudgment)
+    assert not refused.ok and refused.refused and "HTTP 400" in refused.error and "context_length" in refused.error
+    client.store.close()
+    assert len(model_bodies(server)) == 1
+    again = make_client(cfg(name, server), tmp_path / "c.jsonl", progress=False)
+    assert again.run_one(judge_req(name), ChecklistJudgment).refused
+    again.store.close()
+    assert len(model_bodies(server)) == 1
+    switch = make_client(cfg(name, server, retry_refused=True), tmp_path / "c.jsonl", progress=False)
+    assert switch.run_one(judge_req(name), ChecklistJudgment).ok  # the documented switch asks again
+    switch.store.close()
+    assert len(model_bodies(server)) == 2
+
+
+def test_configuration_error_stops_at_once(api, tmp_path):
+    name, server = api
+    server.faults.append(Fault(kind="status", status=401, message="invalid api key"))
+    client = make_client(cfg(name, server), tmp_path / "c.jsonl", progress=False)
+    with pytest.raises(ProviderError, match="HTTP 401"):
         client.run_one(judge_req(name), ChecklistJudgment)
     client.store.close()
     assert len(model_bodies(server)) == 1

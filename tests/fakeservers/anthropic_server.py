@@ -60,7 +60,7 @@ class FakeAnthropic(FakeLLMServer):
         self.log_request(f"{method} {path}", body, handler.headers)
         if method == "POST" and path == "/v1/messages":
             self.count_route("messages")
-            message = self.model_call(handler, lambda text: self.message_for(body, text))
+            message = self.model_call(handler, lambda text: self.message_for(body, text), raw.decode("utf-8", "replace"))
             if message is None:
                 return
             self.send_json(handler, 200, message, {"request-id": "req_" + message["id"][4:]})

@@ -75,7 +75,7 @@ class FakeOpenAI(FakeLLMServer):
         self.log_request(f"{method} {path}", body, handler.headers)
         if method == "POST" and path == "/v1/chat/completions":
             self.count_route("chat")
-            completion = self.model_call(handler, lambda text: self.completion_for(body, text))
+            completion = self.model_call(handler, lambda text: self.completion_for(body, text), raw.decode("utf-8", "replace"))
             if completion is None:
                 return
             self.send_json(handler, 200, completion, {"x-request-id": "req_" + completion["id"][9:]})

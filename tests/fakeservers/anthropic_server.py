@@ -81,7 +81,7 @@ class FakeAnthropic(FakeLLMServer):
             if results:
                 self.count_route("batch_results")
                 batch = self.batches[batch_id]
-                data = "".join(json.dumps(r) + "\n" for r in batch["results"] or []).encode()
+                data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in batch["results"] or []).encode()  # raw U+2028 etc., as real APIs send
                 self.send_bytes(handler, 200, data, "application/binary")
                 return
             self.count_route("batch_retrieve")

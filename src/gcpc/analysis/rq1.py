@@ -270,8 +270,6 @@ def rq1(metrics: pd.DataFrame, cfg: dict[str, Any] | None = None) -> dict[str, A
     """
     c = resolve_config(cfg)
     _check_columns(metrics, c["scores"])
-    if len(metrics) == 0:
-        raise ValueError("metrics table is empty")
     c["scores"] = active_scores(metrics, c)  # configured scores plus the variants present (e.g. per-test propagation)
     scores, boot, zes = c["scores"], c["bootstrap"], c["zero_evidence_score"]
     metrics = with_method_arm(metrics, c["default_variants"])

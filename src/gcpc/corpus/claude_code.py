@@ -188,6 +188,8 @@ class _Builder:
             self.add(EventKind.SYSTEM, f"[non-object record] {_compact(rec)}", line)
             return
         rtype = rec.get("type")
+        if not isinstance(rtype, str):  # e.g. "type": [] - shown as it is, never a crash
+            rtype = f"record with type {_compact(rtype)}"
         if rtype in SKIPPED_RECORD_TYPES:
             return
         if rtype in ("assistant", "user"):
@@ -228,7 +230,14 @@ def parse_lines(lines: Iterable[str], source_path: str, spans: Iterable[tuple[in
             rec = json.loads(raw)
         except json.JSONDecodeError as exc:
             raise ValueError(f"{source_path}:{lineno}: malformed JSON line ({exc.msg})") from exc
-        builder.record(rec, lineno)
+        except RecursionError:
+            raise ValueError(f"{source_path}:{lineno}: JSON nested too deeply (depth limit)") from None
+        try:
+            builder.record(rec, lineno)
+        except RecursionError:
+            raise ValueError(f"{source_path}:{lineno}: record nested too deeply (depth limit)") from None
+        except (TypeError, AttributeError, KeyError) as exc:  # a shape no reader anticipated: named, not a crash
+            raise ValueError(f"{source_path}:{lineno}: unreadable record ({type(exc).__name__}: {exc})") from None
     return builder.events
 
 

@@ -60,11 +60,43 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         raise
 
 
+LARGE_RECORD = 4_000_000
+"""Characters of rendered event text above which a record is encoded in pieces (same bytes, no second copy)."""
+
+
+def _size_hint(rec: Any) -> int:
+    events = getattr(rec, "events", None)
+    return sum(len(getattr(e, "text", "")) for e in events) if isinstance(events, list) else 0
+
+
+def _write_events_streamed(fh: Any, rec: BaseModel) -> None:
+    """`canonical_json(rec) + "\\n"`, written field by field and event by event (same bytes)."""
+    top = rec.model_dump(mode="json", exclude={"events"})
+    fh.write("{")
+    for i, key in enumerate(sorted([*top, "events"])):
+        fh.write(("," if i else "") + json.dumps(key, ensure_ascii=False) + ":")
+        if key != "events":
+            fh.write(canonical_json(top[key]))
+            continue
+        fh.write("[")
+        for j, event in enumerate(rec.events):  # type: ignore[attr-defined]
+            fh.write(("," if j else "") + canonical_json(event))
+        fh.write("]")
+    fh.write("}\n")
+
+
 def write_jsonl(path: str | Path, records: Iterable[Any]) -> int:
+    from gcpc.llm.secrets import active  # late: gcpc.llm imports this module
+
     n = 0
     with atomic_path(path) as tmp, tmp.open("w", encoding="utf-8", newline="\n") as fh:
         for rec in records:
-            fh.write(_redact(canonical_json(rec)) + "\n")
+            if _size_hint(rec) > LARGE_RECORD and not active():
+                # a very long log: written in pieces (identical bytes to canonical_json) instead of one
+                # string as large as the log; only when no secret is registered, since redaction needs the whole text
+                _write_events_streamed(fh, rec)
+            else:
+                fh.write(_redact(canonical_json(rec)) + "\n")
             n += 1
     return n
 

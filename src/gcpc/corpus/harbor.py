@@ -377,18 +377,18 @@ def read_trial(folder: str | Path, benchmark: str, tasks_by_id: dict[str, Task] 
                                             "agent/sessions/projects/*/*.jsonl nor agent/trajectory.json",
                          benchmark=benchmark, source=folder.parent.name, task_id=task_id)
     events: list[Event] = []
-    raws: list[bytes] = []
+    raws: list[bytes | Path] = []
     atif_meta: dict[str, Any] = {}
     try:
         for log in logs:
             if log.name == "trajectory.json":
                 parsed, atif_meta, raw = parse_atif_file(log, display_path(log, root))
             else:
-                raw = log.read_bytes()
+                raw = log  # sized from the file in chunks; never held in memory whole
                 parsed = parse_log(log, display_path(log, root))
             raws.append(raw)
-            for event in parsed:
-                events.append(event.model_copy(update={"index": len(events)}))
+            for event in parsed:  # renumbered across several logs; a copy only where the index changes
+                events.append(event if event.index == len(events) else event.model_copy(update={"index": len(events)}))
     except ValueError as exc:
         return Exclusion(path=label, reason=f"unreadable agent log: {exc}", benchmark=benchmark,
                          source=folder.parent.name, task_id=task_id)

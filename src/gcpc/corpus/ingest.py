@@ -7,6 +7,7 @@ on the machine (paths are relative to the corpus root).
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from typing import Any
 from gcpc.corpus.guard import confined, outside_links, read_guarded
 from gcpc.corpus.harbor import display_path, find_trial_folders, read_tasks, read_trial
 from gcpc.corpus.models import EVIDENCE_KINDS, Exclusion, Task, Trajectory
-from gcpc.corpus.render import render_log
+from gcpc.corpus.render import iter_rendered
 from gcpc.corpus.size import TOKENIZER
 from gcpc.io import sha256_text, write_json, write_jsonl, write_text
 
@@ -41,8 +42,12 @@ def _required(cfg: dict[str, Any], key: str) -> Any:
 
 
 def log_fingerprint(trajectory: Trajectory) -> str:
-    """Identity for de-duplication: the task plus the full (untruncated) judge-visible log."""
-    return sha256_text(f"{trajectory.benchmark}\n{trajectory.task_id}\n{render_log(trajectory.events, None)}")
+    """Identity for de-duplication: the task plus the full (untruncated) judge-visible log
+    (hashed in pieces: the same digest as hashing the whole text, without building it)."""
+    h = hashlib.sha256(f"{trajectory.benchmark}\n{trajectory.task_id}\n".encode())
+    for piece in iter_rendered(trajectory.events, None):
+        h.update(piece.encode("utf-8"))
+    return h.hexdigest()
 
 
 def dedupe(trajectories: list[Trajectory]) -> tuple[list[Trajectory], list[Exclusion]]:

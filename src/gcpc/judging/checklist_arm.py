@@ -49,8 +49,8 @@ def make_request(purpose: str, messages: list, schema: type[BaseModel], template
 
 def build_request(events: Sequence[Event], checklist: Checklist, *, arm: ArmSpec, llm_cfg: dict[str, Any], template: PromptTemplate) -> LLMRequest:
     items = [{"item_id": i.item_id, "text": i.text} for i in checklist.items]
-    log, visible = judge_view(events, arm.max_event_chars)
-    messages = template.render(ChecklistJudgment, items=items, log=log)
+    log, visible = judge_view(events, arm.max_event_chars, mark_authored=arm.mark_authored)
+    messages = template.render(ChecklistJudgment, items=items, log=log, marked=arm.mark_authored)
     return make_request(f"judgment:{arm.name}", messages, ChecklistJudgment, template, llm_cfg, {"items": items, "events": visible})
 
 
@@ -61,7 +61,7 @@ def generic_items(arm: ArmSpec) -> list[dict[str, str]]:
 def build_generic_request(events: Sequence[Event], instruction: str, *, arm: ArmSpec, llm_cfg: dict[str, Any],
                           template: PromptTemplate) -> LLMRequest:
     items = generic_items(arm)
-    log, visible = judge_view(events, arm.max_event_chars)
+    log, visible = judge_view(events, arm.max_event_chars, mark_authored=arm.mark_authored)
     messages = template.render(ChecklistJudgment, items=items, instruction=instruction, log=log)
     return make_request(f"judgment:{arm.name}", messages, ChecklistJudgment, template, llm_cfg,
                     {"mode": "generic", "instruction": instruction, "items": items, "events": visible})
@@ -103,7 +103,9 @@ def _gated_judgments(
         order = {i["item_id"]: n for n, i in enumerate(items)}
         verdicts = sorted(ChecklistJudgment.model_validate(result.parsed).verdicts, key=lambda v: order[v.item_id])
         labels = gate_verdicts(verdicts, traj.events, routes={i["item_id"]: i["route"] for i in items},
-                               test_refs={i["item_id"]: i.get("test_refs", []) for i in items}, enabled=arm.evidence_gate)
+                               test_refs={i["item_id"]: i.get("test_refs", []) for i in items}, enabled=arm.evidence_gate,
+                               task_texts=[t for i in items for t in i.get("restate", ())],
+                               min_quote_chars=arm.min_quote_chars)
         texts = {i["item_id"]: i.get("text") for i in items}
         labels = [lab.model_copy(update={"text": texts[lab.item_id]}) for lab in labels]
         out.append(Judgment(**common, status="ok", labels=labels))
@@ -123,7 +125,8 @@ def judge_checklist_arm(inputs: ArmInputs, *, arm: ArmSpec, llm_cfg: dict[str, A
             out.append(Judgment(**judgment_fields(traj, arm, llm_cfg), checklist_hash=cl.checklist_hash if cl else "",
                                 request_key=None, status="skipped", error=why))
             continue
-        items_of[traj.trajectory_id] = [{"item_id": i.item_id, "route": i.route, "test_refs": i.test_refs} for i in cl.items]
+        items_of[traj.trajectory_id] = [{"item_id": i.item_id, "route": i.route, "test_refs": i.test_refs,
+                                         "restate": [i.text, i.quote]} for i in cl.items]
         pending.append((traj, build_request(traj.events, cl, arm=arm, llm_cfg=llm_cfg, template=template),
                         {"checklist_hash": cl.checklist_hash}))
     out += _gated_judgments(pending, arm=arm, llm_cfg=llm_cfg, client=client, items_of=items_of)
@@ -135,7 +138,7 @@ def judge_generic_arm(inputs: ArmInputs, *, arm: ArmSpec, llm_cfg: dict[str, Any
     if not arm.questions:
         raise ValueError(f"params.yaml: arm '{arm.name}' (kind generic) has no 'questions'")
     template = PromptTemplate(arm.template)
-    items = [dict(i, route="judge", test_refs=[]) for i in generic_items(arm)]
+    items = [dict(i, route="judge", test_refs=[], restate=[i["text"]]) for i in generic_items(arm)]
     questions_hash = content_hash({"questions": list(arm.questions)})
     out: list[Judgment] = []
     pending: list[tuple[Trajectory, LLMRequest, dict[str, Any]]] = []
@@ -148,5 +151,6 @@ def judge_generic_arm(inputs: ArmInputs, *, arm: ArmSpec, llm_cfg: dict[str, Any
         pending.append((traj, build_generic_request(traj.events, task.instruction, arm=arm, llm_cfg=llm_cfg, template=template),
                         {"checklist_hash": questions_hash}))
     out += _gated_judgments(pending, arm=arm, llm_cfg=llm_cfg, client=client,
-                            items_of={traj.trajectory_id: items for traj, _, _ in pending})
+                            items_of={traj.trajectory_id: [dict(i, restate=[i["text"], inputs.tasks[task_key(traj)].instruction])
+                                                           for i in items] for traj, _, _ in pending})
     return sorted(out, key=lambda j: j.trajectory_id)

@@ -78,6 +78,60 @@ def judge_view(events: Sequence[Event], max_chars: int, *, mark_authored: bool =
     return render_log(marked, max_chars=None), visible
 
 
+CHARS_PER_TOKEN = 4  # the project's token estimate (gcpc.corpus.size): ceil(chars / 4)
+CONTEXT_MARGIN = 0.05
+"""Share of the context window left free: the estimate is not a tokenizer."""
+MIN_EVENT_CHARS = 200
+"""No event is cut below this many characters to fit a window; a log that needs more is excluded."""
+
+
+class LogTooLong(ValueError):
+    """Even with every event cut to MIN_EVENT_CHARS the request would not fit the judge's context window."""
+
+
+def fit_view(events: Sequence[Event], max_chars: int, llm_cfg: dict[str, Any], render: Any, *,
+             mark_authored: bool = False) -> tuple[str, list[dict[str, Any]], Any, dict[str, Any] | None]:
+    """The judge view fitted into the judge's `context_window` (tokens, from the llm config).
+
+    `render(log) -> messages` renders the prompt around a log. Without a window, or when the prompt
+    fits, this is `judge_view` unchanged. Otherwise the longest events are cut first: one
+    per-event cap, the largest that fits (found by bisection, so deterministic), applied with the
+    usual marked middle cut (`[... N chars truncated ...]`). Returns (log, visible events, messages,
+    what was cut or None); raises LogTooLong when even MIN_EVENT_CHARS per event does not fit.
+    """
+    window = llm_cfg.get("context_window")
+    log, visible = judge_view(events, max_chars, mark_authored=mark_authored)
+    messages = render(log)
+    if not window:
+        return log, visible, messages, None
+    budget = int(int(window) * (1 - CONTEXT_MARGIN)) - int(llm_cfg.get("max_tokens") or 0)
+
+    def tokens(msgs: Any) -> int:
+        return -(-sum(len(m.content) for m in msgs) // CHARS_PER_TOKEN)
+
+    needed = tokens(messages)
+    if needed <= budget:
+        return log, visible, messages, None
+    longest = max((len(e.text) for e in events), default=0)
+    lo, hi = MIN_EVENT_CHARS, min(max_chars, longest) if max_chars else longest
+    attempt = judge_view(events, lo, mark_authored=mark_authored)
+    if tokens(render(attempt[0])) > budget:
+        raise LogTooLong(f"log does not fit the judge's context window ({window} tokens, {llm_cfg.get('max_tokens') or 0} "
+                         f"for the answer): {tokens(render(attempt[0]))} tokens with every event cut to {MIN_EVENT_CHARS} characters")
+    while lo < hi:  # the largest cap that fits
+        mid = (lo + hi + 1) // 2
+        if tokens(render(judge_view(events, mid, mark_authored=mark_authored)[0])) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    log, visible = judge_view(events, lo, mark_authored=mark_authored)
+    messages = render(log)
+    cut = [e.index for e in events if len(e.text) > lo]
+    info = {"context_window": int(window), "tokens_before": needed, "tokens_after": tokens(messages), "event_cap_chars": lo,
+            "events_cut": cut, "chars_removed": sum(len(e.text) - lo for e in events if len(e.text) > lo)}
+    return log, visible, messages, info
+
+
 @dataclass(frozen=True)
 class ArmSpec:
     """One configured arm (params.yaml `arm.<name>`).

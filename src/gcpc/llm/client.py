@@ -148,9 +148,11 @@ class LLMClient:
         """A final outcome already recorded here or in the shared cache (copied into the store), else None."""
         done = self.store.finished(key)
         if done is not None:
+            self._share_missing(key)
             return CallResult(key=key, ok=True, parsed=done.parsed, attempts=done.attempt, cached=True)
         refusal = None if self.retry_refused else self.store.refusal(key)
         if refusal is not None:
+            self._share_missing(key)
             return CallResult(key=key, ok=False, parsed=None, attempts=refusal.attempt, error=refusal.error, cached=True,
                               refused=True)
         if self.shared is None:
@@ -162,6 +164,11 @@ class LLMClient:
         self.shared_hits += 1
         return CallResult(key=key, ok=final.ok, parsed=final.parsed, attempts=final.attempt, error=final.error, cached=True,
                           refused=not final.ok)
+
+    def _share_missing(self, key: str) -> None:
+        """An outcome this store holds but the shared cache lacks (a kill between the two writes)."""
+        if self.shared is not None and not self.shared.has(key):
+            self._share(key)
 
     def _share(self, key: str) -> None:
         if self.shared is not None:

@@ -51,6 +51,9 @@ class SharedCache:
             raise ValueError(f"shared cache: {key!r} is not a request key")
         return self.root / key[:2] / f"{key}.jsonl"
 
+    def has(self, key: str) -> bool:
+        return self.path(key).is_file()
+
     def get(self, key: str) -> list[CallRecord] | None:
         """The attempts stored for a request, or None. A damaged entry is a miss (and is replaced later)."""
         path = self.path(key)

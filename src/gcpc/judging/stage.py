@@ -80,7 +80,8 @@ def run(params: dict[str, Any], arm_name: str, ingest_dir: Path, synth_dir: Path
         with llm_session(params["judge"], out_dir / "llm_calls.jsonl", progress=progress) as client:
             judgments = judge_arm(arm, trajectories, llm_cfg=params["judge"], client=client, checklists=checklists, tasks=tasks)
     write_jsonl(out_dir / "judgments.jsonl", judgments)
-    enforce_failure_budget(judgments, params["judge"], stage=f"judge[{arm_name}]")
+    if ARM_KINDS[arm.kind].uses_model:  # floors make no request, so they have nothing to fail
+        enforce_failure_budget(judgments, params["judge"], stage=f"judge[{arm_name}]")
     return judgments
 
 

@@ -180,11 +180,30 @@ def test_invalid_model_output_is_recorded_and_retried_then_reported(api, tmp_pat
     client.store.close()
 
 
-def test_non_retryable_error_stops_at_once(api, tmp_path):
+def test_refused_request_is_recorded_once_and_not_asked_again(api, tmp_path):
+    """HTTP 400 is about this request: no retry, a recorded refusal, and a re-run does not ask again."""
     name, server = api
-    server.faults.append(Fault(kind="status", status=400, message="bad parameter"))
+    server.faults.append(Fault(kind="status", status=400, message="context_length_exceeded: prompt too long"))
     client = make_client(cfg(name, server), tmp_path / "c.jsonl", progress=False)
-    with pytest.raises(ProviderError, match="HTTP 400"):
+    refused = client.run_one(judge_req(name), ChecklistJudgment)
+    assert not refused.ok and refused.refused and "HTTP 400" in refused.error and "context_length" in refused.error
+    client.store.close()
+    assert len(model_bodies(server)) == 1
+    again = make_client(cfg(name, server), tmp_path / "c.jsonl", progress=False)
+    assert again.run_one(judge_req(name), ChecklistJudgment).refused
+    again.store.close()
+    assert len(model_bodies(server)) == 1
+    switch = make_client(cfg(name, server, retry_refused=True), tmp_path / "c.jsonl", progress=False)
+    assert switch.run_one(judge_req(name), ChecklistJudgment).ok  # the documented switch asks again
+    switch.store.close()
+    assert len(model_bodies(server)) == 2
+
+
+def test_configuration_error_stops_at_once(api, tmp_path):
+    name, server = api
+    server.faults.append(Fault(kind="status", status=401, message="invalid api key"))
+    client = make_client(cfg(name, server), tmp_path / "c.jsonl", progress=False)
+    with pytest.raises(ProviderError, match="HTTP 401"):
         client.run_one(judge_req(name), ChecklistJudgment)
     client.store.close()
     assert len(model_bodies(server)) == 1
@@ -293,3 +312,55 @@ def test_missing_api_key_is_a_clear_error(api, tmp_path, monkeypatch):
     monkeypatch.delenv(KEYS[name][0])
     with pytest.raises(RuntimeError, match=f"environment variable {KEYS[name][0]} is not set"):
         make_client(cfg(name, server), tmp_path / "c.jsonl", progress=False)
+
+
+def _separator_responder(ctx):
+    """A valid judgment whose reason holds U+2028, U+0085 and U+2029 inside a JSON string."""
+    verdicts = [{"item_id": i, "label": "No", "evidence": [], "reason": "line\u2028sep\u0085nel\u2029par"}
+                for i in ("i01", "i02")]
+    return json.dumps({"verdicts": verdicts}, ensure_ascii=False)
+
+
+def test_batch_output_is_split_on_newline_only(api, tmp_path):
+    """Batch result files are JSONL: a U+2028 / U+0085 inside a string must not split a line (a lost paid answer)."""
+    name, server = api
+    server.responder = _separator_responder
+    client = make_client(cfg(name, server, mode="batch"), tmp_path / "c.jsonl", progress=False)
+    results = client.run([judge_req(name, n) for n in range(3)], ChecklistJudgment)
+    client.store.close()
+    assert all(r.ok for r in results)
+    assert {v["reason"] for r in results for v in r.parsed["verdicts"]} == {"line\u2028sep\u0085nel\u2029par"}
+    assert server.route_calls["batch_create"] == 1
+
+
+def test_invalid_answers_are_not_final_a_rerun_asks_again(api, tmp_path):
+    name, server = api
+    server.faults.extend([Fault(kind="content", text="nope")] * 3)
+    client = make_client(cfg(name, server), tmp_path / "c.jsonl", progress=False)
+    assert not client.run_one(judge_req(name), ChecklistJudgment).ok
+    client.store.close()
+    again = make_client(cfg(name, server), tmp_path / "c.jsonl", progress=False)
+    result = again.run_one(judge_req(name), ChecklistJudgment)
+    again.store.close()
+    assert result.ok and result.attempts == 4 and len(model_bodies(server)) == 4
+
+
+def test_shared_cache_serves_another_workspace_and_replays_byte_identical(api, tmp_path):
+    """Two call stores (two workspaces, experiments, workers) with one shared cache: each request is paid once."""
+    name, server = api
+    shared = {"cache_dir": str(tmp_path / "shared")}
+    server.faults.append(Fault(kind="status", status=400, message="content_filter: flagged"))
+    reqs = [judge_req(name, n) for n in range(4)]
+    first = make_client(cfg(name, server, concurrency=4, **shared), tmp_path / "a" / "c.jsonl", progress=False)
+    a = first.run(reqs, ChecklistJudgment)
+    first.store.compact(first.used_keys)
+    first.store.close()
+    assert sum(r.refused for r in a) == 1 and sum(r.ok for r in a) == 3 and len(model_bodies(server)) == 4
+    second = make_client(cfg(name, server, concurrency=4, **shared), tmp_path / "b" / "c.jsonl", progress=False)
+    b = second.run(reqs, ChecklistJudgment)
+    second.store.compact(second.used_keys)
+    second.store.close()
+    assert len(model_bodies(server)) == 4 and second.shared_hits == 4 and second.calls_made == 0
+    assert [r.model_dump(exclude={"cached"}) for r in a] == [r.model_dump(exclude={"cached"}) for r in b]
+    assert (tmp_path / "a" / "c.jsonl").read_bytes() == (tmp_path / "b" / "c.jsonl").read_bytes()
+    assert not list((tmp_path / "shared").rglob("*.tmp"))

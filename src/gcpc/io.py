@@ -1,10 +1,21 @@
-"""Deterministic file I/O shared by all stages: same records in, same bytes out."""
+"""Deterministic file I/O shared by all stages: same records in, same bytes out.
+
+Every output is written whole or not at all: to a unique temporary file beside the target, then
+renamed over it (`atomic_path`), so a killed stage never leaves a truncated file for the next
+reader, and two processes never collide on one temporary name. Text written through here passes
+through `gcpc.llm.secrets.redact` (API keys never reach an output, even inside a model answer).
+A JSONL reader refuses a file whose last line has no newline (a truncated file) instead of
+returning its prefix.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import tempfile
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -28,27 +39,83 @@ def content_hash(obj: Any) -> str:
     return sha256_text(canonical_json(obj))
 
 
-def write_jsonl(path: str | Path, records: Iterable[Any]) -> int:
+def _redact(text: str) -> str:
+    from gcpc.llm.secrets import redact  # late: gcpc.llm imports this module
+
+    return redact(text)
+
+
+@contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """A unique temporary path to write; renamed onto `path` when the block ends without an error."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+LARGE_RECORD = 4_000_000
+"""Characters of rendered event text above which a record is encoded in pieces (same bytes, no second copy)."""
+
+
+def _size_hint(rec: Any) -> int:
+    events = getattr(rec, "events", None)
+    return sum(len(getattr(e, "text", "")) for e in events) if isinstance(events, list) else 0
+
+
+def _write_events_streamed(fh: Any, rec: BaseModel) -> None:
+    """`canonical_json(rec) + "\\n"`, written field by field and event by event (same bytes)."""
+    top = rec.model_dump(mode="json", exclude={"events"})
+    fh.write("{")
+    for i, key in enumerate(sorted([*top, "events"])):
+        fh.write(("," if i else "") + json.dumps(key, ensure_ascii=False) + ":")
+        if key != "events":
+            fh.write(canonical_json(top[key]))
+            continue
+        fh.write("[")
+        for j, event in enumerate(rec.events):  # type: ignore[attr-defined]
+            fh.write(("," if j else "") + canonical_json(event))
+        fh.write("]")
+    fh.write("}\n")
+
+
+def write_jsonl(path: str | Path, records: Iterable[Any]) -> int:
+    from gcpc.llm.secrets import active  # late: gcpc.llm imports this module
+
     n = 0
-    with path.open("w", encoding="utf-8", newline="\n") as fh:
+    with atomic_path(path) as tmp, tmp.open("w", encoding="utf-8", newline="\n") as fh:
         for rec in records:
-            fh.write(canonical_json(rec) + "\n")
+            if _size_hint(rec) > LARGE_RECORD and not active():
+                # a very long log: written in pieces (identical bytes to canonical_json) instead of one
+                # string as large as the log; only when no secret is registered, since redaction needs the whole text
+                _write_events_streamed(fh, rec)
+            else:
+                fh.write(_redact(canonical_json(rec)) + "\n")
             n += 1
     return n
 
 
 def iter_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
     path = Path(path)
-    with path.open(encoding="utf-8") as fh:
+    with path.open(encoding="utf-8", newline="\n") as fh:
         for lineno, line in enumerate(fh, 1):
+            if not line.endswith("\n"):
+                raise ValueError(f"{path}:{lineno}: truncated file (the last line has no newline); "
+                                 f"re-run the stage that writes it")
             if not line.strip():
                 continue
             try:
                 yield json.loads(line)
             except json.JSONDecodeError as exc:
                 raise ValueError(f"{path}:{lineno}: invalid JSON line ({exc.msg})") from exc
+            except RecursionError:
+                raise ValueError(f"{path}:{lineno}: JSON nested too deeply") from None
 
 
 def read_models(path: str | Path, model: type[M]) -> list[M]:
@@ -62,14 +129,16 @@ def read_models(path: str | Path, model: type[M]) -> list[M]:
 
 
 def write_json(path: str | Path, obj: Any) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     if isinstance(obj, BaseModel):
         obj = obj.model_dump(mode="json")
-    path.write_text(json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_text(path, json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False) + "\n")
 
 
 def write_text(path: str | Path, text: str) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8", newline="\n")
+    with atomic_path(path) as tmp:
+        tmp.write_text(_redact(text), encoding="utf-8", newline="\n")
+
+
+def write_bytes(path: str | Path, data: bytes) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)

@@ -60,7 +60,7 @@ class FakeAnthropic(FakeLLMServer):
         self.log_request(f"{method} {path}", body, handler.headers)
         if method == "POST" and path == "/v1/messages":
             self.count_route("messages")
-            message = self.model_call(handler, lambda text: self.message_for(body, text))
+            message = self.model_call(handler, lambda text: self.message_for(body, text), raw.decode("utf-8", "replace"))
             if message is None:
                 return
             self.send_json(handler, 200, message, {"request-id": "req_" + message["id"][4:]})
@@ -81,7 +81,7 @@ class FakeAnthropic(FakeLLMServer):
             if results:
                 self.count_route("batch_results")
                 batch = self.batches[batch_id]
-                data = "".join(json.dumps(r) + "\n" for r in batch["results"] or []).encode()
+                data = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in batch["results"] or []).encode()  # raw U+2028 etc., as real APIs send
                 self.send_bytes(handler, 200, data, "application/binary")
                 return
             self.count_route("batch_retrieve")

@@ -9,6 +9,9 @@ real SDKs; this base holds what both share:
 * `faults`: a queue consumed by synchronous model calls, one fault per call, to inject HTTP
   errors with headers (429 + Retry-After, 500), slow responses (timeouts), malformed bodies,
   or a replacement model text (invalid output).
+* `fault_rules`: callables `(raw request body text) -> Fault | None` consulted before the queue, so
+  a fault can follow a request's content whatever order calls arrive in (e.g. always refuse the
+  request that carries a marker).
 * counters: `model_calls` counts every model call that reached the server (sync or inside a
   batch), `requests` logs (route, body, auth header) for assertions.
 * `latency_s`: a fixed artificial latency per model call (throughput benchmark).
@@ -33,7 +36,7 @@ from typing import Any
 class Fault:
     """One injected misbehaviour for the next synchronous model call."""
 
-    kind: str  # "status" | "delay" | "malformed" | "content"
+    kind: str  # "status" | "delay" | "malformed" | "content" | "reset" (connection closed without an answer)
     status: int = 500
     headers: dict[str, str] = field(default_factory=dict)
     message: str = "injected failure"
@@ -81,6 +84,13 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = 1024
     allow_reuse_address = True
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return  # a client killed mid-call (the kill -9 tests): nothing to report
+        super().handle_error(request, client_address)
+
 
 class FakeLLMServer:
     """Base class; subclasses set `handler_routes`."""
@@ -94,6 +104,7 @@ class FakeLLMServer:
         self.hold_batches = hold_batches
         self.simulate_cache = simulate_cache
         self.faults: deque[Fault] = deque()
+        self.fault_rules: list[Callable[[str], Fault | None]] = []
         self.lock = threading.Lock()
         self.model_calls = 0
         self.inflight = 0
@@ -234,17 +245,27 @@ class FakeLLMServer:
                 message += " (credential seen: " + str(handler.headers.get("authorization") or handler.headers.get("x-api-key")) + ")"
             self.send_json(handler, fault.status, error_body(fault.status, message), fault.headers)
             return True
+        if fault.kind == "reset":
+            import socket
+
+            handler.close_connection = True
+            try:
+                handler.connection.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            return True
         if fault.kind == "malformed":
             self.send_bytes(handler, 200, b'{"id": "broken", "content": [', "application/json")
             return True
         return False  # "content" faults are applied by the subclass when building the answer
 
-    def model_call(self, handler: BaseHTTPRequestHandler, build: Callable[[str | None], Any]) -> Any | None:
+    def model_call(self, handler: BaseHTTPRequestHandler, build: Callable[[str | None], Any], body_text: str = "") -> Any | None:
         """One synchronous model call: in-flight tracking, an injected fault or the artificial latency,
         then `build(content_override)`. None when a fault response was already sent."""
         self.enter()
         try:
-            fault = self.take_fault()
+            fault = next((f for f in (rule(body_text) for rule in self.fault_rules) if f is not None), None)
+            fault = fault or self.take_fault()
             if self.apply_fault(handler, fault, self.error_body):
                 return None
             if self.latency_s:

@@ -75,7 +75,7 @@ class FakeOpenAI(FakeLLMServer):
         self.log_request(f"{method} {path}", body, handler.headers)
         if method == "POST" and path == "/v1/chat/completions":
             self.count_route("chat")
-            completion = self.model_call(handler, lambda text: self.completion_for(body, text))
+            completion = self.model_call(handler, lambda text: self.completion_for(body, text), raw.decode("utf-8", "replace"))
             if completion is None:
                 return
             self.send_json(handler, 200, completion, {"x-request-id": "req_" + completion["id"][9:]})
@@ -130,11 +130,11 @@ class FakeOpenAI(FakeLLMServer):
             out.append({"id": f"batch_req_{n}", "custom_id": line["custom_id"], "error": None,
                         "response": {"status_code": 200, "request_id": "req_" + completion["id"][9:], "body": completion}})
         out_id = self.next_id("file")
-        self.files[out_id] = "".join(json.dumps(r) + "\n" for r in out).encode()
+        self.files[out_id] = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in out).encode()  # raw U+2028 etc.
         batch["output_file_id"] = out_id
         if err:
             err_id = self.next_id("file")
-            self.files[err_id] = "".join(json.dumps(r) + "\n" for r in err).encode()
+            self.files[err_id] = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in err).encode()
             batch["error_file_id"] = err_id
         batch["failed"] = len(err)
         batch["ended"] = True

@@ -286,9 +286,7 @@ def rq1(metrics: pd.DataFrame, cfg: dict[str, Any] | None = None) -> dict[str, A
     """
     c = resolve_config(cfg)
     _check_columns(metrics, c["scores"])
-    if len(metrics) == 0:
-        raise ValueError("metrics table is empty")
-    if c["primary_arm"] is None:
+    if c["primary_arm"] is None and len(metrics):
         c["primary_arm"] = table_primary_arm(metrics)
     c["scores"] = active_scores(metrics, c)  # configured scores plus the variants present (e.g. per-test propagation)
     scores, boot, zes = c["scores"], c["bootstrap"], c["zero_evidence_score"]

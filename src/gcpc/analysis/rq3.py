@@ -61,7 +61,7 @@ from gcpc.analysis.common import (
     with_method_arm,
 )
 from gcpc.analysis.stats import signed_rank_test
-from gcpc.io import iter_jsonl
+from gcpc.io import atomic_path, iter_jsonl
 
 WITH, WITHOUT, SELF = "with_skills", "without_skills", "self_generated"
 BINARY = ("PASS", "FAIL")
@@ -382,7 +382,8 @@ def run(params: dict[str, Any]) -> dict[str, Any]:
     pairs["task_id"] = pairs["with_id"].map(meta_keys["task_id"]) if len(pairs) else pd.Series(dtype=object)
     deltas = pair_deltas(metrics, pairs, c)
     DELTAS.parent.mkdir(parents=True, exist_ok=True)
-    deltas.to_csv(DELTAS, index=False, float_format="%.6g", lineterminator="\n")
+    with atomic_path(DELTAS) as _tmp:
+        deltas.to_csv(_tmp, index=False, float_format="%.6g", lineterminator="\n")
     save_figure(fig5(deltas, result), FIGURE)
     return result
 

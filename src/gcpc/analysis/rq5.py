@@ -19,6 +19,7 @@
 
 from __future__ import annotations
 
+from gcpc.io import atomic_path
 import json
 import sys
 from typing import Any
@@ -349,7 +350,8 @@ def run(params: dict[str, Any]) -> dict[str, Any]:
             frames.append(p.assign(benchmark=bench))
     pairs = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["task_id", "pass_id", "fail_id", "delta", "benchmark"])
     PAIRS.parent.mkdir(parents=True, exist_ok=True)
-    pairs.to_csv(PAIRS, index=False, float_format="%.6g", lineterminator="\n")
+    with atomic_path(PAIRS) as _tmp:
+        pairs.to_csv(_tmp, index=False, float_format="%.6g", lineterminator="\n")
     save_figure(rq5_figure(result, rs, pairs, c), FIGURE)
     return result
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -188,6 +188,8 @@ class _Builder:
             self.add(EventKind.SYSTEM, f"[non-object record] {_compact(rec)}", line)
             return
         rtype = rec.get("type")
+        if not isinstance(rtype, str):  # e.g. "type": [] - shown as it is, never a crash
+            rtype = f"record with type {_compact(rtype)}"
         if rtype in SKIPPED_RECORD_TYPES:
             return
         if rtype in ("assistant", "user"):
@@ -218,17 +220,28 @@ def parse_lines(lines: Iterable[str], source_path: str, spans: Iterable[tuple[in
 
     `spans`, when given, are the byte spans of the lines in their file (recorded in SourceRefs).
     """
-    builder = _Builder(source_path)
     span_iter = iter(spans) if spans is not None else None
-    for lineno, raw in enumerate(lines, 1):
-        builder.span = next(span_iter, None) if span_iter is not None else None
+    return _parse(((line, next(span_iter, None) if span_iter is not None else None) for line in lines), source_path)
+
+
+def _parse(pairs: Iterable[tuple[str, tuple[int, int] | None]], source_path: str) -> list[Event]:
+    builder = _Builder(source_path)
+    for lineno, (raw, span) in enumerate(pairs, 1):
+        builder.span = span
         if not raw.strip():
             continue
         try:
             rec = json.loads(raw)
         except json.JSONDecodeError as exc:
             raise ValueError(f"{source_path}:{lineno}: malformed JSON line ({exc.msg})") from exc
-        builder.record(rec, lineno)
+        except RecursionError:
+            raise ValueError(f"{source_path}:{lineno}: JSON nested too deeply (depth limit)") from None
+        try:
+            builder.record(rec, lineno)
+        except RecursionError:
+            raise ValueError(f"{source_path}:{lineno}: record nested too deeply (depth limit)") from None
+        except (TypeError, AttributeError, KeyError) as exc:  # a shape no reader anticipated: named, not a crash
+            raise ValueError(f"{source_path}:{lineno}: unreadable record ({type(exc).__name__}: {exc})") from None
     return builder.events
 
 
@@ -248,10 +261,25 @@ def split_lines(data: bytes, source_path: str) -> tuple[list[str], list[tuple[in
     return lines, spans
 
 
+def _stream_lines(path: Path, label: str) -> Iterator[tuple[str, tuple[int, int]]]:
+    """The file's UTF-8 lines (split on "\n" only: binary line iteration never splits at U+2028 etc.
+    inside JSON strings) with their byte spans, read one at a time."""
+    pos = 0
+    with path.open("rb") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            body = raw[:-1] if raw.endswith(b"\n") else raw
+            try:
+                text = body.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ValueError(f"{label}:{lineno}: agent log is not UTF-8 ({exc.reason} at byte "
+                                 f"{pos + exc.start})") from exc
+            yield text, (pos, pos + len(body))
+            pos += len(raw)
+
+
 def parse_log(path: str | Path, source_path: str | None = None) -> list[Event]:
-    """Parse one Claude Code log file (stream-json or session transcript)."""
+    """Parse one Claude Code log file (stream-json or session transcript), streaming: the file is
+    read line by line, so memory holds the events, not the file."""
     path = Path(path)
     label = source_path or path.as_posix()
-    # split on "\n" only: str.splitlines() would also split at U+2028 etc. inside JSON strings
-    lines, spans = split_lines(path.read_bytes(), label)
-    return parse_lines(lines, label, spans)
+    return _parse(_stream_lines(path, label), label)

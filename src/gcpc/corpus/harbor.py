@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import tomllib
 from datetime import date, datetime, time
 from collections.abc import Sequence
@@ -19,6 +20,7 @@ from typing import Any
 
 from gcpc.corpus.atif import parse_atif_file
 from gcpc.corpus.claude_code import parse_log
+from gcpc.corpus.guard import allowed, describe, outside_links, read_guarded
 from gcpc.corpus.models import Event, Exclusion, Outcome, Task, Trajectory
 from gcpc.corpus.pytest_ast import collect_file
 from gcpc.corpus.size import log_size
@@ -99,7 +101,10 @@ def read_task(folder: str | Path, benchmark: str, *, root: Path | Sequence[Path]
     instruction_path = folder / "instruction.md"
     if not instruction_path.is_file():
         raise FileNotFoundError(f"{display_path(instruction_path, root)}: task instruction missing")
-    instruction = instruction_path.read_text(encoding="utf-8")
+    try:
+        instruction = instruction_path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{display_path(instruction_path, root)}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
 
     metadata: dict[str, Any] = {}
     toml_path = folder / "task.toml"
@@ -126,7 +131,11 @@ def read_task(folder: str | Path, benchmark: str, *, root: Path | Sequence[Path]
         verifier_files = _read_verifier_files(tests_dir, label, notes)
         for path in sorted(tests_dir.rglob("test_*.py")):
             if path.is_file() and path.resolve().is_relative_to(tests_dir.resolve()):
-                tests += collect_file(path, path.relative_to(tests_dir).as_posix())
+                try:
+                    tests += collect_file(path, path.relative_to(tests_dir).as_posix(), notes=notes,
+                                          label=display_path(path, root))
+                except (ValueError, RecursionError, OSError) as exc:
+                    raise ValueError(f"{display_path(path, root)}: cannot collect tests ({describe(exc)})") from None
     else:
         notes.append(f"{label}: no tests/ folder")
 
@@ -142,13 +151,31 @@ def read_task(folder: str | Path, benchmark: str, *, root: Path | Sequence[Path]
 
 
 def read_tasks(tasks_dir: str | Path, benchmark: str, *, root: Path | Sequence[Path] | None = None,
-               notes: list[str] | None = None) -> list[Task]:
-    """Every task folder (non-hidden subfolder) of a benchmark's tasks directory, sorted by id."""
+               notes: list[str] | None = None, exclusions: list[Exclusion] | None = None) -> list[Task]:
+    """Every task folder (non-hidden subfolder) of a benchmark's tasks directory, sorted by id.
+
+    With `exclusions` given, a task that cannot be read (or holds a link leaving the corpus) is
+    excluded with the reason and the others are read; without it, the first such task raises."""
     tasks_dir = Path(tasks_dir)
     if not tasks_dir.is_dir():
         raise FileNotFoundError(f"{display_path(tasks_dir, root)}: tasks directory not found")
     folders = sorted(p for p in tasks_dir.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
-    return [read_task(f, benchmark, root=root, notes=notes) for f in folders]
+    if exclusions is None:
+        return [read_task(f, benchmark, root=root, notes=notes) for f in folders]
+    tasks = []
+    for f in folders:
+        label = display_path(f, root)
+        links = outside_links(f, display=lambda p: display_path(p, root))
+        if links:
+            exclusions.append(Exclusion(path=label, benchmark=benchmark, task_id=f.name,
+                                        reason=f"task: link outside the corpus root: {'; '.join(links)}"))
+            continue
+        task, why = read_guarded(lambda: read_task(f, benchmark, root=root, notes=notes), what=f"unreadable task: {label}")
+        if task is None:
+            exclusions.append(Exclusion(path=label, reason=str(why), benchmark=benchmark, task_id=f.name))
+        else:
+            tasks.append(task)
+    return tasks
 
 
 # --- trials ------------------------------------------------------------------------------
@@ -160,8 +187,10 @@ def _load_json(path: Path) -> tuple[dict[str, Any] | None, str | None]:
         return None, f"{path.name} missing"
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError, OSError) as exc:
         return None, f"{path.name} unreadable ({exc})"
+    except RecursionError:
+        return None, f"{path.name} unreadable (JSON nested too deeply)"
     if not isinstance(data, dict):
         return None, f"{path.name} is not a JSON object"
     return data, None
@@ -273,11 +302,12 @@ def is_trial_folder(folder: Path) -> bool:
         if data is not None and "trial_name" in data:
             return True
     # a job folder also holds config.json/result.json, but has trial folders below it
-    return not any(find_trial_folders(child) for child in folder.iterdir() if child.is_dir())
+    return not any(find_trial_folders(child) for child in folder.iterdir() if child.is_dir() and allowed(child))
 
 
-def find_trial_folders(trials_dir: str | Path) -> list[Path]:
-    """Trial folders below a jobs directory, found recursively, sorted; job folders are descended."""
+def find_trial_folders(trials_dir: str | Path, refused: list[Path] | None = None) -> list[Path]:
+    """Trial folders below a jobs directory, found recursively, sorted; job folders are descended.
+    Folder links that leave the corpus are not descended; they are added to `refused`."""
     trials_dir = Path(trials_dir)
     if not trials_dir.is_dir():
         return []
@@ -285,8 +315,34 @@ def find_trial_folders(trials_dir: str | Path) -> list[Path]:
         return [trials_dir]
     found: list[Path] = []
     for child in sorted(p for p in trials_dir.iterdir() if p.is_dir() and not p.name.startswith(".")):
-        found += find_trial_folders(child)
+        if not allowed(child):
+            if refused is not None:
+                refused.append(child)
+            continue
+        found += find_trial_folders(child, refused)
     return sorted(found)
+
+
+SAFE_ID = re.compile(r"^(?!\.)[\w.\-]+$")
+"""A usable task id: no path separators, no leading dot ('..', hidden names)."""
+
+
+def _folder_wins(folder: Path, task_id: Any, label: str, notes: list[str] | None) -> str | None:
+    """The task a trial belongs to. Harbor names trial folders `<task>__<id>` (the task name possibly
+    cut short), so the folder decides: a name from a file is kept only when it is a plain id that
+    the folder name agrees with; otherwise the folder's task is used and the mismatch is noted."""
+    prefix = folder.name.rsplit("__", 1)[0] if "__" in folder.name else None
+    named = str(task_id) if isinstance(task_id, (str, int)) and not isinstance(task_id, bool) and str(task_id) else None
+    if named is not None and SAFE_ID.match(named) and (prefix is None or named.startswith(prefix)):
+        return named
+    if prefix is None:
+        if named is not None and notes is not None:
+            notes.append(f"{label}: task name {named!r} in config.json/result.json is not a plain id; ignored")
+        return None
+    if named is not None and notes is not None:
+        notes.append(f"{label}: task name {named!r} in config.json/result.json does not match the folder name; "
+                     f"the folder's task {prefix!r} is used")
+    return prefix
 
 
 def read_trial(folder: str | Path, benchmark: str, tasks_by_id: dict[str, Task] | None, *,
@@ -297,11 +353,15 @@ def read_trial(folder: str | Path, benchmark: str, tasks_by_id: dict[str, Task] 
     label = display_path(folder, root)
     config, config_why = _load_json(folder / "config.json")
     result, result_why = _load_json(folder / "result.json")
+    for name, why in (("config.json", config_why), ("result.json", result_why)):
+        if why and not why.endswith("missing") and notes is not None:
+            notes.append(f"{label}/{name}: {why.removeprefix(name + ' ')}")
     cfg = config or _get(result, "config") or {}
 
     task_path = _get(cfg, "task", "path")
     task_id = _get(result, "task_name") or _get(cfg, "task", "name") or (
         Path(str(task_path)).name if task_path else None)
+    task_id = _folder_wins(folder, task_id, label, notes)
     if not task_id:
         return Exclusion(path=label, reason=f"no task name: {config_why or 'config.json has no task'}; "
                                             f"{result_why or 'result.json has no task_name'}",
@@ -317,21 +377,24 @@ def read_trial(folder: str | Path, benchmark: str, tasks_by_id: dict[str, Task] 
                                             "agent/sessions/projects/*/*.jsonl nor agent/trajectory.json",
                          benchmark=benchmark, source=folder.parent.name, task_id=task_id)
     events: list[Event] = []
-    raws: list[bytes] = []
+    raws: list[bytes | Path] = []
     atif_meta: dict[str, Any] = {}
     try:
         for log in logs:
             if log.name == "trajectory.json":
                 parsed, atif_meta, raw = parse_atif_file(log, display_path(log, root))
             else:
-                raw = log.read_bytes()
+                raw = log  # sized from the file in chunks; never held in memory whole
                 parsed = parse_log(log, display_path(log, root))
             raws.append(raw)
-            for event in parsed:
-                events.append(event.model_copy(update={"index": len(events)}))
+            for event in parsed:  # renumbered across several logs; a copy only where the index changes
+                events.append(event if event.index == len(events) else event.model_copy(update={"index": len(events)}))
     except ValueError as exc:
         return Exclusion(path=label, reason=f"unreadable agent log: {exc}", benchmark=benchmark,
                          source=folder.parent.name, task_id=task_id)
+    except (OSError, RecursionError, TypeError, AttributeError, KeyError) as exc:
+        return Exclusion(path=label, reason=f"unreadable agent log: {display_path(log, root)}: {describe(exc)}",
+                         benchmark=benchmark, source=folder.parent.name, task_id=task_id)
     if len(logs) > 1 and notes is not None:
         notes.append(f"{label}: {len(logs)} session transcripts concatenated in path order")
     if not events:
@@ -342,6 +405,11 @@ def read_trial(folder: str | Path, benchmark: str, tasks_by_id: dict[str, Task] 
     job = folder.parent.name
     model = _get(cfg, "agent", "model_name") or atif_meta.get("model_name") or "unknown"
     harness = _get(cfg, "agent", "name") or atif_meta.get("agent_name") or "unknown"
+    if notes is not None and "agent" in cfg and not isinstance(cfg["agent"], dict):
+        notes.append(f"{label}/config.json: field agent is {type(cfg['agent']).__name__}, not an object; "
+                     f"model {model!r}, harness {harness!r}")
+    if notes is not None and not (folder / "verifier" / "ctrf.json").is_file():
+        notes.append(f"{label}/verifier/ctrf.json: missing; no per-test results for this trial")
     size = log_size(raws, events) if render_max_chars is None else log_size(raws, events, render_max_chars)
     return Trajectory(
         trajectory_id=f"{benchmark}/{job}/{trial}",

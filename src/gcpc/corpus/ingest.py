@@ -7,15 +7,17 @@ on the machine (paths are relative to the corpus root).
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gcpc.corpus.guard import confined, outside_links, read_guarded
 from gcpc.corpus.harbor import display_path, find_trial_folders, read_tasks, read_trial
 from gcpc.corpus.models import EVIDENCE_KINDS, Exclusion, Task, Trajectory
-from gcpc.corpus.render import render_log
+from gcpc.corpus.render import iter_rendered
 from gcpc.corpus.size import TOKENIZER
 from gcpc.io import sha256_text, write_json, write_jsonl, write_text
 
@@ -40,8 +42,12 @@ def _required(cfg: dict[str, Any], key: str) -> Any:
 
 
 def log_fingerprint(trajectory: Trajectory) -> str:
-    """Identity for de-duplication: the task plus the full (untruncated) judge-visible log."""
-    return sha256_text(f"{trajectory.benchmark}\n{trajectory.task_id}\n{render_log(trajectory.events, None)}")
+    """Identity for de-duplication: the task plus the full (untruncated) judge-visible log
+    (hashed in pieces: the same digest as hashing the whole text, without building it)."""
+    h = hashlib.sha256(f"{trajectory.benchmark}\n{trajectory.task_id}\n".encode())
+    for piece in iter_rendered(trajectory.events, None):
+        h.update(piece.encode("utf-8"))
+    return h.hexdigest()
 
 
 def dedupe(trajectories: list[Trajectory]) -> tuple[list[Trajectory], list[Exclusion]]:
@@ -80,24 +86,49 @@ def _read_harbor(cfg: dict[str, Any], root: Path, roots: list[Path]) -> tuple[li
     benchmark = str(_required(cfg, "benchmark"))
     name = str(cfg.get("name") or benchmark)
     notes: list[str] = []
-    tasks = read_tasks(root / _required(cfg, "tasks_dir"), benchmark, root=roots, notes=notes)
+    strict = bool(cfg.get("strict", False))
+    exclusions: list[Exclusion] = []
+    tasks = read_tasks(root / _required(cfg, "tasks_dir"), benchmark, root=roots, notes=notes,
+                       exclusions=None if strict else exclusions)
     tasks_by_id = {t.task_id: t for t in tasks}
     trials_dirs = cfg.get("trials_dirs") or []
     if isinstance(trials_dirs, str):
         trials_dirs = [trials_dirs]
     folders: set[Path] = set()
+    refused: list[Path] = []
     for d in trials_dirs:
         path = root / d
         if not path.is_dir():
             raise FileNotFoundError(f"corpus {name!r}: trials directory {display_path(path, roots)} not found")
-        folders.update(find_trial_folders(path))
+        folders.update(find_trial_folders(path, refused=refused))
     trajectories: list[Trajectory] = []
-    exclusions: list[Exclusion] = []
+    for link in refused:
+        exclusions.append(Exclusion(path=display_path(link, roots), benchmark=benchmark, source=link.parent.name,
+                                    reason=f"link outside the corpus root: {display_path(link, roots)} -> {link.resolve()}"))
     for folder in sorted(folders):
-        item = read_trial(folder, benchmark, tasks_by_id, root=roots, notes=notes,
-                          render_max_chars=cfg.get("render_max_chars"))
+        label = display_path(folder, roots)
+        links = outside_links(folder, display=lambda p: display_path(p, roots))
+        if links:
+            exclusions.append(Exclusion(path=label, benchmark=benchmark, source=folder.parent.name,
+                                        reason=f"link outside the corpus root: {'; '.join(links)}"))
+            continue
+        item, why = read_guarded(lambda: read_trial(folder, benchmark, tasks_by_id, root=roots, notes=notes,
+                                                    render_max_chars=cfg.get("render_max_chars")),
+                                 what=f"unreadable trial: {label}", strict=strict)
+        if item is None:
+            exclusions.append(Exclusion(path=label, reason=str(why), benchmark=benchmark, source=folder.parent.name))
+            continue
         (exclusions if isinstance(item, Exclusion) else trajectories).append(item)
     return tasks, trajectories, exclusions, notes
+
+
+def corpus_boundary(cfg: dict[str, Any], root: Path) -> list[Path]:
+    """What a corpus may read: its `root` (else the ingest root) and the folders and files its config names."""
+    named: list[Path] = [root / cfg["root"]] if cfg.get("root") else [root]
+    for key in ("tasks_dir", "tasks_file", "trials_dirs", "reports_dirs"):
+        value = cfg.get(key) or []
+        named += [root / v for v in ([value] if isinstance(value, str) else value) if isinstance(v, str)]
+    return named
 
 
 def ingest(corpus_cfg: dict[str, Any], root: Path) -> IngestResult:
@@ -126,7 +157,8 @@ def ingest(corpus_cfg: dict[str, Any], root: Path) -> IngestResult:
     benchmark = str(_required(corpus_cfg, "benchmark"))
     name = str(corpus_cfg.get("name") or benchmark)
     roots = [root / corpus_cfg["root"], root] if corpus_cfg.get("root") else [root]
-    tasks, trajectories, exclusions, notes = read_corpus(corpus_cfg, root, roots)
+    with confined(corpus_boundary(corpus_cfg, root)):
+        tasks, trajectories, exclusions, notes = read_corpus(corpus_cfg, root, roots)
     trajectories, duplicates = dedupe(trajectories)
     return IngestResult(
         corpora=[name],

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+import math
 import textwrap
 import warnings
 from collections import Counter, defaultdict
@@ -511,7 +512,20 @@ def _param_suffixes(
     groups = fixture_ids + [ids for _, ids in mark_ids]
     if not groups:
         return None
+    n = math.prod(len(g) for g in groups)
+    if n > MAX_PARAM_IDS:
+        raise TooManyIds(n)  # before expanding: a 140-byte file can stack parametrize to millions of ids
     return ["-".join(combo) for combo in itertools.product(*groups)]
+
+
+MAX_PARAM_IDS = 10_000
+"""Most parametrized ids collected for one test function; a test over the cap is collected once, noted."""
+
+
+class TooManyIds(Exception):
+    def __init__(self, n: int):
+        super().__init__(n)
+        self.n = n
 
 
 # --- collection --------------------------------------------------------------------------
@@ -536,8 +550,9 @@ def _last_definitions(body: list[ast.stmt]) -> list[ast.stmt]:
     return [s for i, s in enumerate(body) if not hasattr(s, "name") or last.get(s.name) == i]  # type: ignore[attr-defined]
 
 
-def collect_source(source: str, file: str) -> list[VerifierTest]:
-    """Every pytest test in one test module's source; `file` is its path relative to tests/."""
+def collect_source(source: str, file: str, notes: list[str] | None = None, label: str | None = None) -> list[VerifierTest]:
+    """Every pytest test in one test module's source; `file` is its path relative to tests/.
+    A test whose parametrize marks expand past `MAX_PARAM_IDS` is collected once, with a note."""
     try:
         with warnings.catch_warnings():  # e.g. invalid escape sequences in the task's test code
             warnings.simplefilter("ignore")
@@ -554,7 +569,13 @@ def collect_source(source: str, file: str) -> list[VerifierTest]:
         base = "::".join([file, *cls_path, node.name])
         src = _source_of(lines, node)
         marks = list(reversed(node.decorator_list)) + cls_marks
-        suffixes = _param_suffixes(node, marks, scope, chain, is_method=bool(cls_path))
+        try:
+            suffixes = _param_suffixes(node, marks, scope, chain, is_method=bool(cls_path))
+        except TooManyIds as exc:
+            suffixes = None
+            if notes is not None:
+                notes.append(f"{label or file}: {'::'.join([*cls_path, node.name])} expands to {exc.n} parametrized ids "
+                             f"(over the cap of {MAX_PARAM_IDS}); collected as one test")
         cls = "::".join(cls_path) or None
         for suffix in suffixes or [None]:
             test_id = base if suffix is None else f"{base}[{suffix}]"
@@ -582,7 +603,7 @@ def collect_source(source: str, file: str) -> list[VerifierTest]:
     return out
 
 
-def collect_file(path: str | Path, file: str) -> list[VerifierTest]:
+def collect_file(path: str | Path, file: str, notes: list[str] | None = None, label: str | None = None) -> list[VerifierTest]:
     """Read one test module (UTF-8) and enumerate its tests; errors name the file."""
     path = Path(path)
     try:
@@ -590,6 +611,6 @@ def collect_file(path: str | Path, file: str) -> list[VerifierTest]:
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"{path}: cannot read test module ({exc})") from exc
     try:
-        return collect_source(source, file)
+        return collect_source(source, file, notes, label)
     except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from exc

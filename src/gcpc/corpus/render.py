@@ -6,7 +6,7 @@ judge's view. Every block starts with the event index, which is what judges cite
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from gcpc.corpus.models import Event
 
@@ -45,3 +45,18 @@ def render_log(events: Iterable[Event], max_chars: int | None = DEFAULT_MAX_CHAR
     """Judge-visible log: one `[i] KIND (tool):` block per event; `max_chars` per event, None = no cut."""
     blocks = [render_event(e, max_chars) for e in events]
     return "\n\n".join(blocks) + "\n" if blocks else ""
+
+
+def iter_rendered(events: Iterable[Event], max_chars: int | None = DEFAULT_MAX_CHARS) -> Iterator[str]:
+    """`render_log` in pieces (their concatenation is exactly `render_log`), for sizes and hashes of
+    very long logs without holding the whole rendering in memory."""
+    first = True
+    for e in events:
+        if not first:
+            yield "\n\n"
+        first = False
+        yield event_header(e)
+        yield "\n"
+        yield truncate_middle(e.text, max_chars)
+    if not first:
+        yield "\n"

@@ -10,11 +10,13 @@ the same log are what it is used for.
 
 from __future__ import annotations
 
+import codecs
 import math
+from pathlib import Path
 from collections.abc import Sequence
 
 from gcpc.corpus.models import Event, LogSize
-from gcpc.corpus.render import DEFAULT_MAX_CHARS, render_log
+from gcpc.corpus.render import DEFAULT_MAX_CHARS, iter_rendered
 
 TOKENIZER = "chars/4"
 
@@ -28,16 +30,35 @@ def decode_lenient(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
 
-def log_size(raw: Sequence[bytes], events: Sequence[Event], max_chars: int | None = DEFAULT_MAX_CHARS) -> LogSize:
-    """Size of the raw log files (all of them, as read) and of the judge-visible rendering."""
-    raw_text = "".join(decode_lenient(b) for b in raw)
-    rendered = render_log(events, max_chars)
+CHUNK = 1 << 20
+
+
+def _raw_counts(raw: bytes | Path) -> tuple[int, int]:
+    """(bytes, characters as leniently decoded) of one raw log, given as bytes or as its file (read in chunks)."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    if isinstance(raw, Path):
+        n_bytes = n_chars = 0
+        with raw.open("rb") as fh:
+            while chunk := fh.read(CHUNK):
+                n_bytes += len(chunk)
+                n_chars += len(decoder.decode(chunk))
+        return n_bytes, n_chars + len(decoder.decode(b"", final=True))
+    chars = sum(len(decoder.decode(raw[i : i + CHUNK])) for i in range(0, len(raw), CHUNK))
+    return len(raw), chars + len(decoder.decode(b"", final=True))
+
+
+def log_size(raw: Sequence[bytes | Path], events: Sequence[Event], max_chars: int | None = DEFAULT_MAX_CHARS) -> LogSize:
+    """Size of the raw log files (all of them, as read; bytes or paths) and of the judge-visible rendering.
+    Counted in pieces: a 200 MB log is never held twice for its size."""
+    counts = [_raw_counts(r) for r in raw]
+    raw_chars = sum(c for _, c in counts)
+    rendered_chars = sum(len(piece) for piece in iter_rendered(events, max_chars))
     return LogSize(
-        raw_bytes=sum(len(b) for b in raw),
-        raw_chars=len(raw_text),
-        raw_tokens=estimate_tokens(raw_text),
-        rendered_chars=len(rendered),
-        rendered_tokens=estimate_tokens(rendered),
+        raw_bytes=sum(b for b, _ in counts),
+        raw_chars=raw_chars,
+        raw_tokens=math.ceil(raw_chars / 4),
+        rendered_chars=rendered_chars,
+        rendered_tokens=math.ceil(rendered_chars / 4),
         render_max_chars=max_chars,
         tokenizer=TOKENIZER,
     )

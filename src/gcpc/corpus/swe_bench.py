@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from gcpc.corpus.guard import describe, outside_links, read_guarded
 from gcpc.corpus.harbor import display_path
 from gcpc.corpus.jsonpos import Span, load_with_spans, top_level_array_spans
 from gcpc.corpus.models import Event, EventKind, Exclusion, Outcome, SourceRef, Task, Trajectory, VerifierTest
@@ -87,47 +88,55 @@ def _read_instances(path: Path, label: str) -> list[tuple[int, dict[str, Any]]]:
     return out
 
 
-def read_tasks(path: Path, benchmark: str, *, root: Sequence[Path]) -> list[Task]:
-    """Every instance of a SWE-bench instances file, sorted by instance id."""
+def read_tasks(path: Path, benchmark: str, *, root: Sequence[Path], exclusions: list[Exclusion] | None = None) -> list[Task]:
+    """Every instance of a SWE-bench instances file, sorted by instance id. With `exclusions`, a bad
+    instance is excluded with the reason (naming the file and line) instead of raising."""
     label = display_path(path, root)
     if not path.is_file():
         raise FileNotFoundError(f"{label}: SWE-bench instances file not found")
     tasks: dict[str, Task] = {}
     for where, row in _read_instances(path, label):
         at = f"{label}:{where}"
-        if not isinstance(row, dict):
-            raise ValueError(f"{at}: instance is not a JSON object")
-        for key in ("instance_id", "problem_statement"):
-            if not isinstance(row.get(key), str) or not row[key].strip():
-                raise ValueError(f"{at}: field {key} is missing or empty")
-        f2p = _test_list(row.get("FAIL_TO_PASS", []), at, "FAIL_TO_PASS")
-        p2p = _test_list(row.get("PASS_TO_PASS", []), at, "PASS_TO_PASS")
-        tests = [_verifier_test(t) for t in dict.fromkeys(f2p + p2p)]
-        metadata: dict[str, Any] = {k: v for k, v in row.items()
-                                    if k not in NEVER_KEPT | TEXT_FIELDS | {"instance_id"}
-                                    and (v is None or isinstance(v, (str, int, float, bool)))}
-        metadata["fail_to_pass"] = f2p
-        metadata["pass_to_pass"] = p2p
-        test_patch = row.get("test_patch")
-        task_id = row["instance_id"]
-        if task_id in tasks:
-            raise ValueError(f"{at}: instance_id {task_id!r} appears twice")
-        tasks[task_id] = Task(
-            benchmark=benchmark,
-            task_id=task_id,
-            instruction=row["problem_statement"],
-            metadata=metadata,
-            tests=tests,
-            verifier_files={"test_patch.diff": test_patch} if isinstance(test_patch, str) and test_patch else {},
-            source_path=at,
-            provenance={
-                "instruction": "problem_statement",
-                "tests": f"FAIL_TO_PASS ({len(f2p)}) then PASS_TO_PASS ({len(p2p)})",
-                "verifier_source": "test_patch (a diff of the repository's test files)"
-                if isinstance(test_patch, str) and test_patch else "absent",
-                "not_kept": "patch (the reference solution) and hints_text",
-            },
-        )
+        try:
+            if not isinstance(row, dict):
+                raise ValueError(f"{at}: instance is not a JSON object")
+            for key in ("instance_id", "problem_statement"):
+                if not isinstance(row.get(key), str) or not row[key].strip():
+                    raise ValueError(f"{at}: field {key} is missing or empty")
+            f2p = _test_list(row.get("FAIL_TO_PASS", []), at, "FAIL_TO_PASS")
+            p2p = _test_list(row.get("PASS_TO_PASS", []), at, "PASS_TO_PASS")
+            tests = [_verifier_test(t) for t in dict.fromkeys(f2p + p2p)]
+            metadata: dict[str, Any] = {k: v for k, v in row.items()
+                                        if k not in NEVER_KEPT | TEXT_FIELDS | {"instance_id"}
+                                        and (v is None or isinstance(v, (str, int, float, bool)))}
+            metadata["fail_to_pass"] = f2p
+            metadata["pass_to_pass"] = p2p
+            test_patch = row.get("test_patch")
+            task_id = row["instance_id"]
+            if task_id in tasks:
+                raise ValueError(f"{at}: instance_id {task_id!r} appears twice")
+            tasks[task_id] = Task(
+                benchmark=benchmark,
+                task_id=task_id,
+                instruction=row["problem_statement"],
+                metadata=metadata,
+                tests=tests,
+                verifier_files={"test_patch.diff": test_patch} if isinstance(test_patch, str) and test_patch else {},
+                source_path=at,
+                provenance={
+                    "instruction": "problem_statement",
+                    "tests": f"FAIL_TO_PASS ({len(f2p)}) then PASS_TO_PASS ({len(p2p)})",
+                    "verifier_source": "test_patch (a diff of the repository's test files)"
+                    if isinstance(test_patch, str) and test_patch else "absent",
+                    "not_kept": "patch (the reference solution) and hints_text",
+                },
+            )
+        except ValueError as exc:
+            if exclusions is None:
+                raise
+            exclusions.append(Exclusion(path=at, reason=f"unreadable task: {exc}", benchmark=benchmark,
+                                        task_id=row.get("instance_id") if isinstance(row, dict) and
+                                        isinstance(row.get("instance_id"), str) else None))
     return [tasks[k] for k in sorted(tasks)]
 
 
@@ -241,8 +250,8 @@ def read_reports(reports_dir: Path, root: Sequence[Path], notes: list[str]) -> d
         label = display_path(path, root)
         try:
             data = json.loads(path.read_bytes().decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            notes.append(f"{label}: unreadable evaluation report ({exc}); ignored")
+        except (UnicodeDecodeError, json.JSONDecodeError, OSError, RecursionError) as exc:
+            notes.append(f"{label}: unreadable evaluation report ({describe(exc)}); ignored")
             continue
         if not isinstance(data, dict):
             notes.append(f"{label}: evaluation report is not a JSON object; ignored")
@@ -295,7 +304,8 @@ def read_corpus(cfg: dict[str, Any], root: Path, roots: Sequence[Path]) -> tuple
     tasks_file = cfg.get("tasks_file") or cfg.get("tasks_dir")
     if not tasks_file:
         raise KeyError(f"corpus config {cfg.get('name', '?')!r}: missing required key 'tasks_file'")
-    tasks = read_tasks(root / tasks_file, benchmark, root=roots)
+    exclusions: list[Exclusion] = []
+    tasks = read_tasks(root / tasks_file, benchmark, root=roots, exclusions=None if cfg.get("strict") else exclusions)
     by_id = {t.task_id: t for t in tasks}
     notes: list[str] = []
     trials_dirs = cfg.get("trials_dirs") or []
@@ -308,7 +318,6 @@ def read_corpus(cfg: dict[str, Any], root: Path, roots: Sequence[Path]) -> tuple
     condition = str(cfg.get("condition") or "unknown")
     max_chars = cfg.get("render_max_chars")
     trajectories: list[Trajectory] = []
-    exclusions: list[Exclusion] = []
     for i, d in enumerate(trials_dirs):
         run_dir = root / d
         if not run_dir.is_dir():
@@ -323,14 +332,23 @@ def read_corpus(cfg: dict[str, Any], root: Path, roots: Sequence[Path]) -> tuple
                 exclusions.append(Exclusion(path=label, reason=f"unknown task: '{iid}' is not in {tasks_file}",
                                             **base))
                 continue
+            links = outside_links(path, display=lambda p: display_path(p, roots))
+            if links:
+                exclusions.append(Exclusion(path=label, reason=f"link outside the corpus root: {'; '.join(links)}", **base))
+                continue
             try:
                 events, info, doc, raw = parse_traj_file(path, label)
             except ValueError as exc:
                 exclusions.append(Exclusion(path=label, reason=f"unreadable agent log: {exc}", **base))
                 continue
+            except Exception as exc:  # noqa: BLE001 - one bad file never aborts the corpus
+                if cfg.get("strict"):
+                    raise
+                exclusions.append(Exclusion(path=label, reason=f"unreadable agent log: {label}: {describe(exc)}", **base))
+                continue
             entry, report_label = reports.get(iid, (None, None))
             kwargs = {} if max_chars is None else {"max_chars": max_chars}
-            trajectories.append(Trajectory(
+            trajectory, why = read_guarded(lambda: Trajectory(
                 trajectory_id=f"{benchmark}/{run}/{iid}",
                 benchmark=benchmark,
                 task_id=iid,
@@ -347,5 +365,9 @@ def read_corpus(cfg: dict[str, Any], root: Path, roots: Sequence[Path]) -> tuple
                 log_files=[label],
                 size=log_size([raw], events, **kwargs),
                 notes=[f"{label}: exit_status={info.get('exit_status')}"] if info.get("exit_status") else [],
-            ))
+            ), what=f"unreadable trajectory: {label}", strict=bool(cfg.get("strict")))
+            if trajectory is None:
+                exclusions.append(Exclusion(path=label, reason=str(why), **base))
+            else:
+                trajectories.append(trajectory)
     return tasks, trajectories, exclusions, notes

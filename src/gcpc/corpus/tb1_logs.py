@@ -396,9 +396,10 @@ def parse_session(clean: CleanText, label: str, typed: list[TypedCommand]) -> Se
     return SessionResult(sink.events, notes, mini.steps)
 
 
-def read_session(path: Path, label: str, typed: list[TypedCommand]) -> tuple[SessionResult, bytes]:
-    """Read and parse one agent.log (raw stream) or post-agent.txt (pane capture); also its raw bytes."""
+def read_session(path: Path, label: str, typed: list[TypedCommand]) -> tuple[SessionResult, Path]:
+    """Read and parse one agent.log (raw stream) or post-agent.txt (pane capture); also its path (for its size)."""
     data = path.read_bytes()
     is_pane = path.name.endswith(".txt")
     clean = unwrap_pane(data) if is_pane else clean_stream(data)
-    return parse_session(clean, label, typed), data
+    del data  # sized again from the file (log_size reads a path in chunks): the bytes are not kept
+    return parse_session(clean, label, typed), path

@@ -29,7 +29,7 @@ PANE_WIDTH = 160
 """tmux pane width of the Terminal-Bench 1 harness (every wrapped pane line is this wide)."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LogLine:
     """One clean line: its text and where it came from (raw lines `line..end_line`, bytes `[byte_start, byte_end)`)."""
 
@@ -214,10 +214,13 @@ def unwrap_pane(data: bytes, width: int = PANE_WIDTH) -> CleanText:
     raw, offsets = _raw_lines(data)
     invalid = 0
     texts: list[str] = []
-    for part in raw:
-        text, bad = _decode(part.rstrip(b"\r"))
+    lengths = [len(p) for p in raw]
+    for n in range(len(raw)):
+        text, bad = _decode(raw[n].rstrip(b"\r"))
+        raw[n] = b""  # each raw line is dropped once decoded: the bytes are not held twice
         invalid += bad
         texts.append(text)
+    del raw
     out: list[LogLine] = []
     i = 0
     while i < len(texts):
@@ -233,6 +236,6 @@ def unwrap_pane(data: bytes, width: int = PANE_WIDTH) -> CleanText:
             else:
                 text += " " + nxt  # the row ended in a space that the capture trimmed
             i += 1
-        out.append(LogLine(text.rstrip(" "), start + 1, i + 1, offsets[start], offsets[i] + len(raw[i])))
+        out.append(LogLine(text.rstrip(" "), start + 1, i + 1, offsets[start], offsets[i] + lengths[i]))
         i += 1
     return CleanText(out, invalid)

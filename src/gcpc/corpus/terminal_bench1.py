@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gcpc.corpus.guard import allowed, outside_links, read_guarded
 from gcpc.corpus.harbor import display_path
 from gcpc.corpus.models import Exclusion, Outcome, Task, Trajectory, VerifierTest
 from gcpc.corpus.size import log_size
@@ -44,6 +45,8 @@ RUN_NAME = re.compile(r"^(?P<date>\d{8})_(?P<agent>[^_]+)_(?P<model>.+)$")
 LOG_FILES = ("sessions/agent.log", "panes/post-agent.txt")
 """Agent logs in order of preference: the raw stream is complete, the pane may start mid-stream."""
 LOG_FORMATS = {"sessions/agent.log": "tb1-agent-log", "panes/post-agent.txt": "tb1-pane"}
+SAFE_ID = re.compile(r"^(?!\.)[\w.\-]+$")
+"""A task id usable as an identity: no path separators, no leading dot ('..', hidden names)."""
 TEST_NAME = re.compile(r"^test\w*(?:\[.*\])?$", re.DOTALL)
 _MANGLED = re.compile(r"^(test\w*(?:\[[^\]]*\])?) - ", re.DOTALL)
 
@@ -57,6 +60,10 @@ def _load_json(path: Path, label: str) -> tuple[Any, str | None]:
         return None, f"{label}: not UTF-8 ({exc.reason} at byte {exc.start})"
     except json.JSONDecodeError as exc:
         return None, f"{label}: invalid JSON ({exc.msg}, line {exc.lineno} column {exc.colno})"
+    except RecursionError:
+        return None, f"{label}: JSON nested too deeply"
+    except OSError as exc:
+        return None, f"{label}: unreadable ({exc})"
 
 
 def normalize_test_key(key: str) -> str:
@@ -126,8 +133,11 @@ def find_runs(runs_dir: Path) -> list[Path]:
     return sorted(p for p in runs_dir.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
 
 
-def scan_run(run_path: Path, root: Sequence[Path], notes: list[str]) -> tuple[list[TrialFolder], list[Batch]]:
-    """Trial folders and batches of one run; per-trial results.json parsed."""
+def scan_run(run_path: Path, root: Sequence[Path], notes: list[str],
+             refused: list[Path] | None = None) -> tuple[list[TrialFolder], list[Batch]]:
+    """Trial folders and batches of one run; per-trial results.json parsed. Folder links leaving
+    the corpus are not descended; they are added to `refused`."""
+    refused = refused if refused is not None else []
     trials: list[TrialFolder] = []
     batches: list[Batch] = []
 
@@ -137,14 +147,22 @@ def scan_run(run_path: Path, root: Sequence[Path], notes: list[str]) -> tuple[li
             batches.append(here)
             batch = here
         for child in sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")):
+            if not allowed(child):
+                refused.append(child)
+                continue
             if _is_trial_folder(child):
                 tf = TrialFolder(path=child, run=run_path.name, run_path=run_path,
                                  rel=child.relative_to(run_path).as_posix(),
                                  task_from_name=TRIAL_NAME.match(child.name).group("task"), batch=batch)  # type: ignore[union-attr]
-                tf.files = sorted(p.relative_to(child).as_posix() for p in child.rglob("*") if p.is_file())
+                tf.files = sorted(p.relative_to(child).as_posix() for p in child.rglob("*") if p.is_file() and allowed(p))
                 data, why = _load_json(child / "results.json", "results.json")
                 if data is not None and not isinstance(data, dict):
                     data, why = None, "results.json: not a JSON object"
+                if data is not None and data.get("task_id") is not None and data.get("task_id") != tf.task_from_name:
+                    # the folder name is the identity; an id inside a file cannot move a trial to another task
+                    notes.append(f"{display_path(child, root)}/results.json: task_id {data.get('task_id')!r} differs from "
+                                 f"the folder's task {tf.task_from_name!r}; the folder name is used")
+                    data = {**data, "task_id": tf.task_from_name}
                 tf.result, tf.result_why = data, why
                 trials.append(tf)
             else:
@@ -159,20 +177,25 @@ class Scan:
     trials: list[TrialFolder]
     batches: list[Batch]
     notes: list[str]
+    refused: list[Path] = field(default_factory=list)
 
 
 def scan(runs_dirs: Sequence[Path], root: Sequence[Path]) -> Scan:
     trials: list[TrialFolder] = []
     batches: list[Batch] = []
     notes: list[str] = []
+    refused: list[Path] = []
     for runs_dir in runs_dirs:
         if not runs_dir.is_dir():
             raise FileNotFoundError(f"{display_path(runs_dir, root)}: Terminal-Bench 1 runs folder not found")
         for run in find_runs(runs_dir):
-            t, b = scan_run(run, root, notes)
+            if not allowed(run):
+                refused.append(run)
+                continue
+            t, b = scan_run(run, root, notes, refused)
             trials += t
             batches += b
-    return Scan(sorted(trials, key=lambda t: t.path.as_posix()), batches, notes)
+    return Scan(sorted(trials, key=lambda t: t.path.as_posix()), batches, notes, refused)
 
 
 # --- tasks ----------------------------------------------------------------------------------
@@ -190,8 +213,8 @@ def read_tasks(sc: Scan, root: Sequence[Path], notes: list[str]) -> list[Task]:
 
     def see(entry: dict[str, Any], source: str, run: str, per_trial: bool) -> None:
         task_id = entry.get("task_id")
-        if not isinstance(task_id, str) or not task_id:
-            return
+        if not isinstance(task_id, str) or not SAFE_ID.match(task_id):
+            return  # not a task name (empty, a path, '..'): the id comes from folder names
         runs[task_id].add(run)
         if isinstance(entry.get("instruction"), str):
             instructions[task_id][entry["instruction"]] += 1
@@ -342,7 +365,14 @@ def read_trial(tf: TrialFolder, tasks_by_id: dict[str, Task] | None, *, root: Se
         notes.append(f"{label}: no sessions/agent.log; the pane capture panes/post-agent.txt is used")
     notes += session.notes
     if tf.result is None:
-        notes.append(f"{label}: {tf.result_why}")
+        notes.append(f"{label}/{tf.result_why}")
+    else:
+        value, pr = tf.result.get("is_resolved"), tf.result.get("parser_results")
+        if "is_resolved" in tf.result and value is not None and not isinstance(value, bool):
+            notes.append(f"{label}/results.json: field is_resolved is {value!r}, not true/false/null; outcome 'other'")
+        if isinstance(pr, dict) and any(not isinstance(v, str) for v in pr.values()):
+            notes.append(f"{label}/results.json: parser_results holds non-string statuses "
+                         f"({', '.join(sorted(str(k) for k, v in pr.items() if not isinstance(v, str)))})")
     model, harness = _model_and_harness(tf)
     kwargs = {} if render_max_chars is None else {"max_chars": render_max_chars}
     return Trajectory(
@@ -412,7 +442,18 @@ def read_corpus(cfg: dict[str, Any], root: Path, roots: Sequence[Path]) -> tuple
                 duplicate_of=f"{BENCHMARK}/{orig.run}/{orig.rel}",
                 reason=f"duplicate: byte-identical copy ({', '.join(tf.files)}) of {display_path(orig.path, roots)}"))
             continue
-        item = read_trial(tf, by_id, root=roots, condition=condition, render_max_chars=max_chars)
+        links = outside_links(tf.path, display=lambda p: display_path(p, roots))
+        if links:
+            exclusions.append(Exclusion(path=label, benchmark=BENCHMARK, source=tf.run, task_id=tf.task_from_name,
+                                        reason=f"link outside the corpus root: {'; '.join(links)}"))
+            continue
+        item, why = read_guarded(lambda: read_trial(tf, by_id, root=roots, condition=condition, render_max_chars=max_chars),
+                                 what=f"unreadable trial: {label}", strict=bool(cfg.get("strict", False)))
+        if item is None:
+            item = Exclusion(path=label, reason=str(why), benchmark=BENCHMARK, source=tf.run, task_id=tf.task_from_name)
         (exclusions if isinstance(item, Exclusion) else trajectories).append(item)
     exclusions += listed_without_folder(sc, roots)
+    exclusions += [Exclusion(path=display_path(p, roots), benchmark=BENCHMARK, source=p.name,
+                             reason=f"link outside the corpus root: {display_path(p, roots)} -> {p.resolve()}")
+                   for p in sc.refused]
     return tasks, trajectories, exclusions, notes

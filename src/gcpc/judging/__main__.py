@@ -1,9 +1,11 @@
 """`python -m gcpc.judging ARM`: the judge stage for one arm."""
 
 import argparse
+import sys
 
 from gcpc import paths
 from gcpc.judging.stage import run
+from gcpc.llm.budget import FailureBudgetExceeded
 from gcpc.params import load_params, parse_args
 
 if __name__ == "__main__":
@@ -11,6 +13,9 @@ if __name__ == "__main__":
     parser.add_argument("arm")
     parser.add_argument("--params", default="params.yaml")
     args = parse_args(parser)
-    judgments = run(load_params(args.params), args.arm, paths.INGEST, paths.SYNTHESIZE, paths.judge_dir(args.arm))
+    try:
+        judgments = run(load_params(args.params), args.arm, paths.INGEST, paths.SYNTHESIZE, paths.judge_dir(args.arm))
+    except FailureBudgetExceeded as exc:
+        sys.exit(f"error: {exc}")
     ok = sum(j.status == "ok" for j in judgments)
     print(f"judge[{args.arm}]: {ok}/{len(judgments)} trajectories judged -> {paths.judge_dir(args.arm)}")

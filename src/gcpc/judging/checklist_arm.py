@@ -21,7 +21,7 @@ from gcpc.corpus.models import Event, Trajectory
 from gcpc.io import content_hash
 from gcpc.judging.evidence import gate_verdicts
 from gcpc.judging.models import Judgment
-from gcpc.judging.spec import ArmInputs, ArmSpec, judge_view, task_key, visible_events
+from gcpc.judging.spec import ArmInputs, ArmSpec, LogTooLong, fit_view, judge_view, task_key, visible_events
 from gcpc.llm import LLMClient, LLMRequest, request_identity, sampling_params
 from gcpc.llm.prompts import PromptTemplate
 from gcpc.llm.schemas import ChecklistJudgment
@@ -49,9 +49,11 @@ def make_request(purpose: str, messages: list, schema: type[BaseModel], template
 
 def build_request(events: Sequence[Event], checklist: Checklist, *, arm: ArmSpec, llm_cfg: dict[str, Any], template: PromptTemplate) -> LLMRequest:
     items = [{"item_id": i.item_id, "text": i.text} for i in checklist.items]
-    log, visible = judge_view(events, arm.max_event_chars)
-    messages = template.render(ChecklistJudgment, items=items, log=log)
-    return make_request(f"judgment:{arm.name}", messages, ChecklistJudgment, template, llm_cfg, {"items": items, "events": visible})
+    _, visible, messages, cut = fit_view(events, arm.max_event_chars, llm_cfg, mark_authored=arm.mark_authored,
+                                         render=lambda log: template.render(ChecklistJudgment, items=items, log=log,
+                                                                            marked=arm.mark_authored))
+    inputs = {"items": items, "events": visible} | ({"context_cut": cut} if cut else {})
+    return make_request(f"judgment:{arm.name}", messages, ChecklistJudgment, template, llm_cfg, inputs)
 
 
 def generic_items(arm: ArmSpec) -> list[dict[str, str]]:
@@ -61,10 +63,12 @@ def generic_items(arm: ArmSpec) -> list[dict[str, str]]:
 def build_generic_request(events: Sequence[Event], instruction: str, *, arm: ArmSpec, llm_cfg: dict[str, Any],
                           template: PromptTemplate) -> LLMRequest:
     items = generic_items(arm)
-    log, visible = judge_view(events, arm.max_event_chars)
-    messages = template.render(ChecklistJudgment, items=items, instruction=instruction, log=log)
+    _, visible, messages, cut = fit_view(events, arm.max_event_chars, llm_cfg, mark_authored=arm.mark_authored,
+                                         render=lambda log: template.render(ChecklistJudgment, items=items,
+                                                                            instruction=instruction, log=log))
     return make_request(f"judgment:{arm.name}", messages, ChecklistJudgment, template, llm_cfg,
-                    {"mode": "generic", "instruction": instruction, "items": items, "events": visible})
+                        {"mode": "generic", "instruction": instruction, "items": items, "events": visible}
+                        | ({"context_cut": cut} if cut else {}))
 
 
 def check_one_verdict_per_item(parsed: BaseModel, request: LLMRequest) -> None:
@@ -103,7 +107,9 @@ def _gated_judgments(
         order = {i["item_id"]: n for n, i in enumerate(items)}
         verdicts = sorted(ChecklistJudgment.model_validate(result.parsed).verdicts, key=lambda v: order[v.item_id])
         labels = gate_verdicts(verdicts, traj.events, routes={i["item_id"]: i["route"] for i in items},
-                               test_refs={i["item_id"]: i.get("test_refs", []) for i in items}, enabled=arm.evidence_gate)
+                               test_refs={i["item_id"]: i.get("test_refs", []) for i in items}, enabled=arm.evidence_gate,
+                               task_texts=[t for i in items for t in i.get("restate", ())],
+                               min_quote_chars=arm.min_quote_chars)
         texts = {i["item_id"]: i.get("text") for i in items}
         labels = [lab.model_copy(update={"text": texts[lab.item_id]}) for lab in labels]
         out.append(Judgment(**common, status="ok", labels=labels))
@@ -123,9 +129,15 @@ def judge_checklist_arm(inputs: ArmInputs, *, arm: ArmSpec, llm_cfg: dict[str, A
             out.append(Judgment(**judgment_fields(traj, arm, llm_cfg), checklist_hash=cl.checklist_hash if cl else "",
                                 request_key=None, status="skipped", error=why))
             continue
-        items_of[traj.trajectory_id] = [{"item_id": i.item_id, "route": i.route, "test_refs": i.test_refs} for i in cl.items]
-        pending.append((traj, build_request(traj.events, cl, arm=arm, llm_cfg=llm_cfg, template=template),
-                        {"checklist_hash": cl.checklist_hash}))
+        try:
+            request = build_request(traj.events, cl, arm=arm, llm_cfg=llm_cfg, template=template)
+        except LogTooLong as exc:
+            out.append(Judgment(**judgment_fields(traj, arm, llm_cfg), checklist_hash=cl.checklist_hash, request_key=None,
+                                status="skipped", error=str(exc)))
+            continue
+        items_of[traj.trajectory_id] = [{"item_id": i.item_id, "route": i.route, "test_refs": i.test_refs,
+                                         "restate": [i.text, i.quote]} for i in cl.items]
+        pending.append((traj, request, {"checklist_hash": cl.checklist_hash}))
     out += _gated_judgments(pending, arm=arm, llm_cfg=llm_cfg, client=client, items_of=items_of)
     return sorted(out, key=lambda j: j.trajectory_id)
 
@@ -135,7 +147,7 @@ def judge_generic_arm(inputs: ArmInputs, *, arm: ArmSpec, llm_cfg: dict[str, Any
     if not arm.questions:
         raise ValueError(f"params.yaml: arm '{arm.name}' (kind generic) has no 'questions'")
     template = PromptTemplate(arm.template)
-    items = [dict(i, route="judge", test_refs=[]) for i in generic_items(arm)]
+    items = [dict(i, route="judge", test_refs=[], restate=[i["text"]]) for i in generic_items(arm)]
     questions_hash = content_hash({"questions": list(arm.questions)})
     out: list[Judgment] = []
     pending: list[tuple[Trajectory, LLMRequest, dict[str, Any]]] = []
@@ -145,8 +157,14 @@ def judge_generic_arm(inputs: ArmInputs, *, arm: ArmSpec, llm_cfg: dict[str, Any
             out.append(Judgment(**judgment_fields(traj, arm, llm_cfg), checklist_hash=questions_hash, request_key=None,
                                 status="skipped", error="task instruction not found among ingested tasks"))
             continue
-        pending.append((traj, build_generic_request(traj.events, task.instruction, arm=arm, llm_cfg=llm_cfg, template=template),
-                        {"checklist_hash": questions_hash}))
+        try:
+            request = build_generic_request(traj.events, task.instruction, arm=arm, llm_cfg=llm_cfg, template=template)
+        except LogTooLong as exc:
+            out.append(Judgment(**judgment_fields(traj, arm, llm_cfg), checklist_hash=questions_hash, request_key=None,
+                                status="skipped", error=str(exc)))
+            continue
+        pending.append((traj, request, {"checklist_hash": questions_hash}))
     out += _gated_judgments(pending, arm=arm, llm_cfg=llm_cfg, client=client,
-                            items_of={traj.trajectory_id: items for traj, _, _ in pending})
+                            items_of={traj.trajectory_id: [dict(i, restate=[i["text"], inputs.tasks[task_key(traj)].instruction])
+                                                           for i in items] for traj, _, _ in pending})
     return sorted(out, key=lambda j: j.trajectory_id)

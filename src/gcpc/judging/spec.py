@@ -17,13 +17,21 @@ from typing import Any
 
 from gcpc.corpus.models import Event, Task, Trajectory
 from gcpc.corpus.render import render_log, truncate_middle
+from gcpc.judging.authorship import authored_lines, line_authorship
+from gcpc.judging.authorship import mark_authored as mark_authored_text
 from gcpc.synthesis.models import Checklist
 
 
 def visible_events(events: Sequence[Event], max_chars: int) -> list[dict[str, Any]]:
-    """The events exactly as the rendered log shows them (same truncation), for rule-based judges."""
-    return [{"index": e.index, "kind": e.kind.value, "tool": e.tool, "is_error": e.is_error,
-             "text": truncate_middle(e.text, max_chars)} for e in events]
+    """The events exactly as the rendered log shows them (same truncation), for rule-based judges;
+    evidence events also list their agent-authored lines (`authorship.authored_lines`)."""
+    out = [{"index": e.index, "kind": e.kind.value, "tool": e.tool, "is_error": e.is_error,
+            "text": truncate_middle(e.text, max_chars)} for e in events]
+    authored = authored_lines(out)
+    for ev in out:
+        if ev["kind"] in ("tool_output", "file_content"):
+            ev["authored"] = sorted(authored.get(ev["index"], ()))
+    return out
 
 
 REDACTED = "[run metadata redacted]"
@@ -56,9 +64,72 @@ def redact_run_metadata(traj: Trajectory) -> Trajectory:
     return traj.model_copy(update={"events": events})
 
 
-def judge_view(events: Sequence[Event], max_chars: int) -> tuple[str, list[dict[str, Any]]]:
-    """(rendered log for the prompt, the same events as structured inputs): all an arm may see of a trajectory."""
-    return render_log(events, max_chars=max_chars), visible_events(events, max_chars)
+def judge_view(events: Sequence[Event], max_chars: int, *, mark_authored: bool = False) -> tuple[str, list[dict[str, Any]]]:
+    """(rendered log for the prompt, the same events as structured inputs): all an arm may see of a trajectory.
+
+    With `mark_authored` (extension `judging.mark_agent_authored`), agent-authored lines of tool
+    outputs are prefixed `[agent-authored] ` in the rendered log, so an LLM judge can discount them."""
+    visible = visible_events(events, max_chars)
+    if not mark_authored:
+        return render_log(events, max_chars=max_chars), visible
+    marks = line_authorship(visible)  # echoed and read-back lines alike
+    marked = [e.model_copy(update={"text": mark_authored_text(v["text"], set(marks.get(v["index"], {})))})
+              for e, v in zip(events, visible, strict=True)]
+    return render_log(marked, max_chars=None), visible
+
+
+CHARS_PER_TOKEN = 4  # the project's token estimate (gcpc.corpus.size): ceil(chars / 4)
+CONTEXT_MARGIN = 0.05
+"""Share of the context window left free: the estimate is not a tokenizer."""
+MIN_EVENT_CHARS = 200
+"""No event is cut below this many characters to fit a window; a log that needs more is excluded."""
+
+
+class LogTooLong(ValueError):
+    """Even with every event cut to MIN_EVENT_CHARS the request would not fit the judge's context window."""
+
+
+def fit_view(events: Sequence[Event], max_chars: int, llm_cfg: dict[str, Any], render: Any, *,
+             mark_authored: bool = False) -> tuple[str, list[dict[str, Any]], Any, dict[str, Any] | None]:
+    """The judge view fitted into the judge's `context_window` (tokens, from the llm config).
+
+    `render(log) -> messages` renders the prompt around a log. Without a window, or when the prompt
+    fits, this is `judge_view` unchanged. Otherwise the longest events are cut first: one
+    per-event cap, the largest that fits (found by bisection, so deterministic), applied with the
+    usual marked middle cut (`[... N chars truncated ...]`). Returns (log, visible events, messages,
+    what was cut or None); raises LogTooLong when even MIN_EVENT_CHARS per event does not fit.
+    """
+    window = llm_cfg.get("context_window")
+    log, visible = judge_view(events, max_chars, mark_authored=mark_authored)
+    messages = render(log)
+    if not window:
+        return log, visible, messages, None
+    budget = int(int(window) * (1 - CONTEXT_MARGIN)) - int(llm_cfg.get("max_tokens") or 0)
+
+    def tokens(msgs: Any) -> int:
+        return -(-sum(len(m.content) for m in msgs) // CHARS_PER_TOKEN)
+
+    needed = tokens(messages)
+    if needed <= budget:
+        return log, visible, messages, None
+    longest = max((len(e.text) for e in events), default=0)
+    lo, hi = MIN_EVENT_CHARS, min(max_chars, longest) if max_chars else longest
+    attempt = judge_view(events, lo, mark_authored=mark_authored)
+    if tokens(render(attempt[0])) > budget:
+        raise LogTooLong(f"log does not fit the judge's context window ({window} tokens, {llm_cfg.get('max_tokens') or 0} "
+                         f"for the answer): {tokens(render(attempt[0]))} tokens with every event cut to {MIN_EVENT_CHARS} characters")
+    while lo < hi:  # the largest cap that fits
+        mid = (lo + hi + 1) // 2
+        if tokens(render(judge_view(events, mid, mark_authored=mark_authored)[0])) <= budget:
+            lo = mid
+        else:
+            hi = mid - 1
+    log, visible = judge_view(events, lo, mark_authored=mark_authored)
+    messages = render(log)
+    cut = [e.index for e in events if len(e.text) > lo]
+    info = {"context_window": int(window), "tokens_before": needed, "tokens_after": tokens(messages), "event_cap_chars": lo,
+            "events_cut": cut, "chars_removed": sum(len(e.text) - lo for e in events if len(e.text) > lo)}
+    return log, visible, messages, info
 
 
 @dataclass(frozen=True)
@@ -74,6 +145,8 @@ class ArmSpec:
     template: Path
     evidence_gate: bool = False  # the paper's setting; the gate is the named extension arm gcpc_gate
     max_event_chars: int = 4000
+    mark_authored: bool = False
+    min_quote_chars: int = 4
     questions: tuple[str, ...] = ()
     feature: str | None = None
     """floor arms: which outcome-blind feature of the log is the score (judging.floor_arm.FLOORS)"""
@@ -93,6 +166,8 @@ class ArmSpec:
         return cls(name=name, kind=cfg["kind"], template=Path(cfg["template"]),
                    evidence_gate=bool(cfg.get("evidence_gate", False)),
                    max_event_chars=int(judging.get("max_event_chars", 4000)),
+                   mark_authored=bool(judging.get("mark_agent_authored", False)),
+                   min_quote_chars=int(judging.get("evidence_min_quote_chars", 4)),
                    questions=tuple(questions), feature=cfg.get("feature"), tail_events=int(cfg.get("tail_events", 3)))
 
     def template_file(self, name: str) -> Path:

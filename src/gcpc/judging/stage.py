@@ -19,7 +19,8 @@ from gcpc.judging.holistic_arm import judge_holistic_arm
 from gcpc.judging.models import Judgment
 from gcpc.judging.spec import ArmInputs, ArmSpec, redact_run_metadata
 from gcpc.judging.tick_arm import judge_tick_arm
-from gcpc.llm import LLMClient, llm_session
+from gcpc.llm import LLMClient, LLMSettings, llm_session
+from gcpc.llm.budget import check_failure_budget
 from gcpc.synthesis.models import Checklist
 
 
@@ -79,4 +80,14 @@ def run(params: dict[str, Any], arm_name: str, ingest_dir: Path, synth_dir: Path
         with llm_session(params["judge"], out_dir / "llm_calls.jsonl", progress=progress) as client:
             judgments = judge_arm(arm, trajectories, llm_cfg=params["judge"], client=client, checklists=checklists, tasks=tasks)
     write_jsonl(out_dir / "judgments.jsonl", judgments)
+    if ARM_KINDS[arm.kind].uses_model:  # floors make no request, so they have nothing to fail
+        enforce_failure_budget(judgments, params["judge"], stage=f"judge[{arm_name}]")
     return judgments
+
+
+def enforce_failure_budget(judgments: Sequence[Judgment], llm_cfg: dict[str, Any], *, stage: str) -> str:
+    """Failed judgments (refused, or invalid after every attempt) against the judge's `failure_budget`."""
+    asked = [j for j in judgments if j.status in ("ok", "failed")]
+    failed = [(j.request_key, j.error) for j in asked if j.status == "failed"]
+    budget = LLMSettings.from_cfg(llm_cfg, where="params.yaml judge").failure_budget
+    return check_failure_budget(failed, len(asked), budget, stage=stage)

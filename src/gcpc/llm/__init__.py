@@ -20,6 +20,7 @@ from typing import Any
 from gcpc.llm.base import LLMRequest, Message, Provider, ReplayMiss
 from gcpc.llm.client import LLMClient
 from gcpc.llm.settings import LLMSettings, sampling_params
+from gcpc.llm.shared_cache import PAID_PROVIDERS, SharedCache, default_dir
 from gcpc.llm.store import CallStore
 from gcpc.llm.usage import summarize_usage, write_usage_summary
 
@@ -64,13 +65,24 @@ def request_identity(cfg: dict[str, Any]) -> tuple[str, str]:
     return provider, cfg["model"]
 
 
+def shared_cache(cfg: dict[str, Any]) -> SharedCache | None:
+    """The shared call cache for a config: paid providers only (also in replay mode, which then reads it)."""
+    settings = _settings(cfg)
+    provider, _ = request_identity(cfg)
+    if provider not in PAID_PROVIDERS:
+        return None
+    where = default_dir(settings.cache_dir)
+    return SharedCache(where) if where is not None else None
+
+
 def make_client(cfg: dict[str, Any], store_path: str | Path, *, progress: bool = True) -> LLMClient:
     settings = _settings(cfg)
     provider = make_provider(cfg)
     mode = "batch" if settings.mode == "batch" else "sync"
     return LLMClient(provider, CallStore(store_path), max_attempts=settings.max_attempts, progress=progress,
                      concurrency=settings.concurrency, mode=mode, batch=settings.batch,
-                     batch_error_retries=settings.retry.max_retries)
+                     batch_error_retries=settings.retry.max_retries, shared=shared_cache(cfg),
+                     retry_refused=settings.retry_refused)
 
 
 @contextmanager

@@ -97,6 +97,12 @@ class ProviderError(RuntimeError):
     """A provider could not answer (network, API error, replay miss)."""
 
 
+class RequestRefused(ProviderError):
+    """The provider refused this one request (HTTP 400/413/422: context length, content filter, bad
+    parameter; or a content-filter / refusal stop). Asking again gets the same answer, so the client
+    records it as the request's final outcome and the stage goes on with the other requests."""
+
+
 class ReplayMiss(ProviderError):
     """Replay mode found no recorded response: an error, never a silent new call."""
 
@@ -136,3 +142,4 @@ class CallResult(BaseModel):
     attempts: int
     error: str | None = None
     cached: bool = False
+    refused: bool = False

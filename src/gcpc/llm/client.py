@@ -11,9 +11,17 @@ Three ways to get answers, one record format:
   as `custom_id`; submitted batch ids are kept in `<calls>.batches.json` next to the call store,
   so a restarted run polls and collects them instead of submitting again.
 
-In every mode a request already answered in the store makes no call, an output that fails
-validation is recorded and retried up to `max_attempts`, and a transport failure (after the
-provider's own bounded retries) is recorded and then stops the run: a re-run resumes there.
+In every mode a request already answered in the store (or in the shared cache outside the
+workspace, `shared_cache.py`) makes no call. Outcomes of one attempt:
+
+* an answer that validates: final, cached;
+* an answer that fails validation: recorded and retried up to `max_attempts` in this run; never
+  final, so a re-run tries again;
+* a refusal (`RequestRefused`: HTTP 400/413/422, context length, content filter): recorded as the
+  request's final outcome, the other requests go on, and a re-run does not ask again unless the
+  request changes or `retry_refused` is set;
+* any other transport failure (after the provider's own bounded retries; also 401/403/404) is
+  recorded and then stops the run: a re-run resumes there.
 """
 
 from __future__ import annotations
@@ -31,10 +39,16 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 from tqdm import tqdm
 
-from gcpc.llm.base import BatchPending, CallRecord, CallResult, LLMRequest, Provider, ProviderError, RawResponse, ReplayMiss
+from gcpc.io import write_text
+from gcpc.llm.base import (BatchPending, CallRecord, CallResult, LLMRequest, Provider, ProviderError, RawResponse, ReplayMiss,
+                           RequestRefused)
 from gcpc.llm.secrets import redact
 from gcpc.llm.settings import BatchSettings
-from gcpc.llm.store import CallStore
+from gcpc.llm.shared_cache import SharedCache
+from gcpc.llm.store import REFUSED, CallStore, is_refusal
+
+REFUSAL_STOPS = ("content_filter", "refusal")
+"""Stop reasons by which a provider declines to answer; with an unusable reply they are a refusal."""
 
 Check = Callable[[BaseModel, LLMRequest], None]
 """Extra validation beyond the schema (e.g. 'one verdict per item'); raise ValueError to reject."""
@@ -50,6 +64,13 @@ def _parse(text: str, output_type: type[BaseModel]) -> BaseModel:
         stripped = stripped[stripped.find("\n") + 1 :] if "\n" in stripped else stripped
         stripped = stripped.rstrip("`").strip()
     return output_type.model_validate_json(stripped)
+
+
+def _refused_in_batch(error: str | None) -> bool:
+    """A batch entry the provider refused (HTTP 400/413/422 inside the batch), not a transient failure."""
+    import re
+
+    return bool(error) and re.search(r"\(status (400|413|422)\)|invalid_request", error or "") is not None
 
 
 def _run_coro(coro: Coroutine[Any, Any, T]) -> T:
@@ -86,6 +107,8 @@ class LLMClient:
         mode: str = "sync",
         batch: BatchSettings | None = None,
         batch_error_retries: int = 3,
+        shared: SharedCache | None = None,
+        retry_refused: bool = False,
     ):
         if max_attempts < 1:
             raise ValueError("max_attempts must be >= 1")
@@ -103,16 +126,53 @@ class LLMClient:
         self.mode = mode
         self.batch = batch or BatchSettings()
         self.batch_error_retries = batch_error_retries
+        self.shared = shared
+        self.retry_refused = retry_refused
+        self.shared_hits = 0
+        self._collected: set[str] = set()
         self.used_keys: set[str] = set()
         self.calls_made = 0
         self.sleep: Callable[[float], Any] = time.sleep
 
     # ---- bookkeeping ------------------------------------------------------------------------
     def _history(self, key: str) -> tuple[int, int, str | None]:
-        """(attempts so far, invalid-output attempts so far, last error)."""
+        """(attempts so far, invalid-output attempts that count against this run, last error).
+
+        Invalid answers are never final: a request whose earlier run used up `max_attempts` gets
+        `max_attempts` fresh tries; a run killed part-way through a request's tries continues them."""
         previous = self.store.attempts(key)
         invalid = sum(1 for r in previous if r.error and r.error.startswith("invalid output"))
-        return len(previous), invalid, (previous[-1].error if previous else None)
+        return len(previous), invalid % self.max_attempts, (previous[-1].error if previous else None)
+
+    def _known(self, key: str) -> CallResult | None:
+        """A final outcome already recorded here or in the shared cache (copied into the store), else None."""
+        done = self.store.finished(key)
+        if done is not None:
+            self._share_missing(key)
+            return CallResult(key=key, ok=True, parsed=done.parsed, attempts=done.attempt, cached=True)
+        refusal = None if self.retry_refused else self.store.refusal(key)
+        if refusal is not None:
+            self._share_missing(key)
+            return CallResult(key=key, ok=False, parsed=None, attempts=refusal.attempt, error=refusal.error, cached=True,
+                              refused=True)
+        if self.shared is None:
+            return None
+        records = self.shared.get(key)
+        if not records or not (records[-1].ok or (is_refusal(records[-1]) and not self.retry_refused)):
+            return None
+        final = self.store.adopt(records)[-1]
+        self.shared_hits += 1
+        return CallResult(key=key, ok=final.ok, parsed=final.parsed, attempts=final.attempt, error=final.error, cached=True,
+                          refused=not final.ok)
+
+    def _share_missing(self, key: str) -> None:
+        """An outcome this store holds but the shared cache lacks (a kill between the two writes)."""
+        if self.shared is not None and not self.shared.has(key):
+            self._share(key)
+
+    def _share(self, key: str) -> None:
+        if self.shared is not None:
+            self.shared.put(key, self.store.attempts(key))
 
     @staticmethod
     def _base(request: LLMRequest, key: str, attempt: int) -> dict[str, Any]:
@@ -133,6 +193,9 @@ class LLMClient:
             if check is not None:
                 check(parsed, request)
         except (ValidationError, ValueError) as exc:
+            if raw.stop_reason in REFUSAL_STOPS:
+                return CallRecord(**base, **meta, parsed=None, ok=False,
+                                  error=f"{REFUSED}provider declined to answer (stop_reason={raw.stop_reason})")
             why = f"invalid output: {exc}"
             if raw.stop_reason in ("max_tokens", "length"):
                 why += f" (reply cut off: stop_reason={raw.stop_reason}; raise max_tokens)"
@@ -145,9 +208,15 @@ class LLMClient:
             raw = self.provider.complete(request)
         except ReplayMiss:
             raise
+        except RequestRefused as exc:
+            return self._refused(request, request.key, attempt, exc)
         except ProviderError as exc:
             return self._record(request, request.key, attempt, None, str(exc), output_type, check)
         return self._record(request, request.key, attempt, raw, None, output_type, check)
+
+    def _refused(self, request: LLMRequest, key: str, attempt: int, exc: Exception) -> CallRecord:
+        return CallRecord(**self._base(request, key, attempt), response_text=None, parsed=None, ok=False,
+                          error=f"{REFUSED}{redact(str(exc))}")
 
     async def _aattempt(self, request: LLMRequest, key: str, output_type: type[BaseModel], check: Check | None, attempt: int) -> CallRecord:
         self.calls_made += 1
@@ -155,6 +224,8 @@ class LLMClient:
             raw = await self.provider.acomplete(request)  # type: ignore[attr-defined]
         except ReplayMiss:
             raise
+        except RequestRefused as exc:
+            return self._refused(request, key, attempt, exc)
         except ProviderError as exc:
             return self._record(request, key, attempt, None, str(exc), output_type, check)
         return self._record(request, key, attempt, raw, None, output_type, check)
@@ -164,7 +235,11 @@ class LLMClient:
         and stop the stage on a transport failure (a re-run resumes here)."""
         self.store.append(record)
         if record.ok:
+            self._share(key)
             return CallResult(key=key, ok=True, parsed=record.parsed, attempts=record.attempt)
+        if is_refusal(record):
+            self._share(key)
+            return CallResult(key=key, ok=False, parsed=None, attempts=record.attempt, error=record.error, refused=True)
         if record.error and record.error.startswith("provider error"):
             raise self._stop(key, request, record)
         return None
@@ -185,9 +260,9 @@ class LLMClient:
             return self.run([request], output_type, check, desc=request.purpose)[0]
         key = request.key
         self.used_keys.add(key)
-        done = self.store.finished(key)
-        if done is not None:
-            return CallResult(key=key, ok=True, parsed=done.parsed, attempts=done.attempt, cached=True)
+        known = self._known(key)
+        if known is not None:
+            return known
         attempt, invalid, _ = self._history(key)
         while invalid < self.max_attempts:
             attempt += 1
@@ -213,9 +288,9 @@ class LLMClient:
         for request, key in zip(requests, keys, strict=True):
             if key in results or key in pending:
                 continue
-            done = self.store.finished(key)
-            if done is not None:
-                results[key] = CallResult(key=key, ok=True, parsed=done.parsed, attempts=done.attempt, cached=True)
+            known = self._known(key)
+            if known is not None:
+                results[key] = known
             else:
                 pending[key] = request
         unique = len(results) + len(pending)
@@ -293,13 +368,15 @@ class LLMClient:
         if not state["batches"]:
             path.unlink(missing_ok=True)
             return
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(redact(json.dumps(state, sort_keys=True, indent=1)) + "\n", encoding="utf-8")
-        tmp.replace(path)
+        write_text(path, json.dumps(state, sort_keys=True, indent=1) + "\n")  # atomic, unique temp, redacted
+
+    def _invalid_total(self, key: str) -> int:
+        return sum(1 for r in self.store.attempts(key) if r.error and r.error.startswith("invalid output"))
 
     def _collect(self, batch: dict[str, Any], pending: dict[str, LLMRequest], output_type: type[BaseModel],
                  check: Check | None, errors_seen: dict[str, int]) -> None:
         batch_id = batch["id"]
+        self._collected.add(batch_id)
         entries = {e.custom_id: e for e in self.provider.batch_results(batch_id)}  # type: ignore[attr-defined]
         for key in sorted(set(batch["custom_ids"]) | set(entries)):
             request = pending.get(key)
@@ -313,6 +390,9 @@ class LLMClient:
             if entry is None:
                 record = self._record(request, key, attempt, None, f"batch {batch_id} returned no result for this request",
                                       output_type, check, batch_id)
+            elif entry.response is None and _refused_in_batch(entry.error):
+                record = CallRecord(**self._base(request, key, attempt), response_text=None, parsed=None, ok=False,
+                                    error=f"{REFUSED}{redact(entry.error or '')}", batch_id=batch_id)
             elif entry.response is None:
                 record = self._record(request, key, attempt, None, entry.error, output_type, check, batch_id)
             else:
@@ -328,15 +408,25 @@ class LLMClient:
         results: dict[str, CallResult] = {}
         errors_seen: dict[str, int] = {}
         started = time.monotonic()
+        # invalid answers of earlier runs that count against this one (see _history)
+        spent = {key: self._history(key)[1] - self._invalid_total(key) for key in pending}
         while True:
             todo: dict[str, LLMRequest] = {}
             for key, request in pending.items():
                 if key in results:
                     continue
                 done = self.store.finished(key)
-                attempts, invalid, last_error = self._history(key)
+                refusal = self.store.refusal(key)
+                attempts, _, last_error = self._history(key)
+                invalid = self._invalid_total(key) + spent[key]
                 if done is not None:
                     results[key] = CallResult(key=key, ok=True, parsed=done.parsed, attempts=done.attempt)
+                    self._share(key)
+                elif refusal is not None and refusal.batch_id is not None and any(
+                        b == refusal.batch_id for b in self._collected):
+                    results[key] = CallResult(key=key, ok=False, parsed=None, attempts=attempts, error=refusal.error,
+                                              refused=True)
+                    self._share(key)
                 elif invalid >= self.max_attempts:
                     results[key] = CallResult(key=key, ok=False, parsed=None, attempts=attempts, error=last_error)
                 elif errors_seen.get(key, 0) > self.batch_error_retries:

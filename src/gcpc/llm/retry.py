@@ -15,13 +15,17 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from gcpc.llm.base import ProviderError
+from gcpc.llm.base import ProviderError, RequestRefused
 from gcpc.llm.secrets import redact
 from gcpc.llm.settings import RetrySettings
 
 T = TypeVar("T")
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
+REFUSED_STATUS = frozenset({400, 413, 422})
+"""Answers about this one request (context length, content filter, invalid parameter): recorded as the
+request's outcome. Other 4xx (401, 403, 404: key, permission, model) are about the configuration and
+stop the stage instead, so a fixed configuration resumes where it stopped."""
 
 
 @dataclass(frozen=True)
@@ -29,6 +33,7 @@ class Failure:
     retryable: bool
     retry_after_s: float | None
     message: str
+    refused: bool = False
 
 
 def retry_after_seconds(headers: Mapping[str, str] | None, *, now: float | None = None) -> float | None:
@@ -65,7 +70,8 @@ def classify(exc: BaseException) -> Failure:
         response = getattr(exc, "response", None)
         headers = getattr(response, "headers", None)
         retryable = status in RETRYABLE_STATUS or status >= 500
-        return Failure(retryable, retry_after_seconds(headers) if retryable else None, f"HTTP {status} ({name}): {exc}")
+        return Failure(retryable, retry_after_seconds(headers) if retryable else None, f"HTTP {status} ({name}): {exc}",
+                       refused=status in REFUSED_STATUS)
     if name in ("APITimeoutError", "TimeoutException", "ReadTimeout", "ConnectTimeout") or isinstance(exc, TimeoutError):
         return Failure(True, None, f"timeout ({name})")
     if name in ("APIConnectionError", "ConnectError", "RemoteProtocolError", "ReadError") or isinstance(exc, ConnectionError):
@@ -90,7 +96,8 @@ class Backoff:
 
 def _give_up(what: str, failure: Failure, retries: int) -> ProviderError:
     tail = f" after {retries} retr{'y' if retries == 1 else 'ies'}" if retries else ""
-    err = ProviderError(redact(f"{what}: {failure.message}{tail}"))
+    cls = RequestRefused if failure.refused else ProviderError
+    err = cls(redact(f"{what}: {failure.message}{tail}"))
     err.retryable = failure.retryable  # type: ignore[attr-defined]
     return err
 

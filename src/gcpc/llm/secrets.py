@@ -25,6 +25,12 @@ def register(secret: str) -> None:
             _registered.add(secret)
 
 
+def active() -> bool:
+    """Whether any secret is registered (redaction can change text)."""
+    with _lock:
+        return bool(_registered)
+
+
 def redact(text: str) -> str:
     if not text:
         return text

@@ -80,6 +80,14 @@ class LLMSettings(_Strict):
     max_tokens_param: Literal["max_completion_tokens", "max_tokens"] = "max_completion_tokens"
     prompt_cache_key: bool = False
     cache_ttl: Literal["5m", "1h"] | None = None
+    retry_refused: bool = Field(default=False, description="ask again for requests the provider refused before "
+                                                            "(recorded refusals are final otherwise)")
+    failure_budget: float = Field(default=0.05, ge=0, le=1, description="largest share of failed requests a stage "
+                                                                        "accepts before it exits non-zero")
+    context_window: int | None = Field(default=None, ge=1, description="model context window in tokens; the judge "
+                                                                       "view is truncated to fit it")
+    cache_dir: str | None = Field(default=None, description="shared call cache outside the workspace; default "
+                                                             "$GCPC_CACHE_DIR, else the user cache dir; 'off' disables it")
 
     @field_validator("api_key_env")
     @classmethod

@@ -12,12 +12,22 @@ through `secrets.redact` before it is written, so no API key can reach the file.
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from collections import defaultdict
 from pathlib import Path
 
 from gcpc.io import canonical_json
 from gcpc.llm.base import CallRecord
 from gcpc.llm.secrets import redact
+
+
+REFUSED = "refused: "
+"""Error prefix of an attempt the provider refused (see `RequestRefused`): the request's final outcome."""
+
+
+def is_refusal(record: CallRecord) -> bool:
+    return not record.ok and (record.error or "").startswith(REFUSED)
 
 
 def _line(record: CallRecord) -> str:
@@ -78,6 +88,25 @@ class CallStore:
                 return record
         return None
 
+    def refusal(self, key: str) -> CallRecord | None:
+        """The provider's recorded refusal of a request (its last attempt), if it has no answer."""
+        records = self._records.get(key, [])
+        if records and not any(r.ok for r in records) and is_refusal(records[-1]):
+            return records[-1]
+        return None
+
+    def adopt(self, records: list[CallRecord]) -> list[CallRecord]:
+        """Copy a request's attempts from the shared cache into this store (numbered after any held here)."""
+        if not records:
+            return []
+        held = self._records.get(records[0].key, [])
+        if held:
+            # this store already tried the request: keep its attempts and add the final one after them
+            records = [records[-1].model_copy(update={"attempt": max(r.attempt for r in held) + 1})]
+        for record in records:
+            self.append(record)
+        return records
+
     def attempts(self, key: str) -> list[CallRecord]:
         return list(self._records.get(key, []))
 
@@ -97,11 +126,12 @@ class CallStore:
             (r for k in keys for r in self._records.get(k, [])),
             key=lambda r: (r.key, r.attempt),
         )
-        tmp = self.path.with_suffix(".tmp")
-        with tmp.open("w", encoding="utf-8", newline="\n") as fh:
+        # a unique temporary name: two processes on one workspace never write the same file
+        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
             for record in kept:
                 fh.write(_line(record))
-        tmp.replace(self.path)
+        os.replace(tmp, self.path)
         self._fh = self.path.open("a", encoding="utf-8", newline="\n")
 
     def close(self) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from gcpc.io import atomic_path
 import matplotlib
 
 matplotlib.use("Agg")
@@ -158,8 +159,10 @@ def save_figure(fig: Figure, stem: str | Path) -> list[Path]:
     stem.parent.mkdir(parents=True, exist_ok=True)
     png, pdf = stem.with_suffix(".png"), stem.with_suffix(".pdf")
     with plt.rc_context(RC):
-        fig.savefig(png, dpi=DPI, format="png", metadata=PNG_METADATA)
-        fig.savefig(pdf, dpi=DPI, format="pdf", metadata=PDF_METADATA)
+        with atomic_path(png) as _tmp:
+            fig.savefig(_tmp, dpi=DPI, format="png", metadata=PNG_METADATA)
+        with atomic_path(pdf) as _tmp:
+            fig.savefig(_tmp, dpi=DPI, format="pdf", metadata=PDF_METADATA)
     return [png, pdf]
 
 

@@ -30,7 +30,7 @@ from typing import Any
 import pandas as pd
 
 from gcpc.corpus.models import EventKind, Trajectory
-from gcpc.io import read_models, write_json, write_jsonl
+from gcpc.io import atomic_path, read_models, write_json, write_jsonl
 from gcpc.judging.models import Judgment
 from gcpc.scoring.accuracy import compact_accuracy, judge_accuracy
 from gcpc.scoring.metrics import (
@@ -39,6 +39,8 @@ from gcpc.scoring.metrics import (
     per_test_truth,
     score_trajectory,
     score_variants,
+    TrajectoryScores,
+    VariantScores,
     zero_evidence_reason,
 )
 
@@ -142,14 +144,22 @@ def finalize_tables(trajectories: list[Trajectory], judgments: list[Judgment], c
         variant_rows += [{"trajectory_id": j.trajectory_id, "task_id": traj.task_id, "condition": traj.condition, "outcome": outcome,
                           "arm": j.arm, "arm_kind": j.kind, **v} for v in long]
         label_rows += _label_rows(j, traj, s)
-    metrics = pd.DataFrame(metric_rows)
+    # an arm with zero judged trajectories (all failed, or a tasks-only corpus) still has the columns
+    metrics = pd.DataFrame(metric_rows) if metric_rows else pd.DataFrame(columns=_metric_columns())
     for col in FLOAT_COLUMNS:
         if col in metrics:
             metrics[col] = metrics[col].astype("float64")
-    variants = pd.DataFrame(variant_rows)
+    variants = pd.DataFrame(variant_rows) if variant_rows else pd.DataFrame(
+        columns=["trajectory_id", "task_id", "condition", "outcome", "arm", "arm_kind", *VariantScores.model_fields])
     if "score" in variants:
         variants["score"] = variants["score"].astype("float64")
     return metrics, pd.DataFrame(label_rows), variants, excluded
+
+
+def _metric_columns() -> list[str]:
+    return ["trajectory_id", *META, "outcome", "arm", "arm_kind", "provider", "judge_model", "checklist_hash",
+            *dict.fromkeys([*TrajectoryScores.model_fields, "gcpc_plain_ungated", "gcpc_per_test", "perfect_per_test",
+                            "n_truth", "holistic_score"])]
 
 
 def _finite(x: Any) -> Any:
@@ -194,10 +204,14 @@ def run(params: dict[str, Any], ingest_dir: Path, judge_root: Path, out_dir: Pat
     metrics, labels, variants, excluded = finalize_tables(trajectories, judgments, params.get("scoring", {}))
     accuracy = judge_accuracy(judgments, {t.trajectory_id: t for t in trajectories})
     out_dir.mkdir(parents=True, exist_ok=True)
-    metrics.to_parquet(out_dir / "metrics.parquet", index=False)
-    metrics.to_csv(out_dir / "metrics.csv", index=False, lineterminator="\n", float_format="%.6f")
-    labels.to_parquet(out_dir / "labels.parquet", index=False)
-    variants.to_parquet(out_dir / "variants.parquet", index=False)
+    with atomic_path(out_dir / "metrics.parquet") as _tmp:
+        metrics.to_parquet(_tmp, index=False)
+    with atomic_path(out_dir / "metrics.csv") as _tmp:
+        metrics.to_csv(_tmp, index=False, lineterminator="\n", float_format="%.6f")
+    with atomic_path(out_dir / "labels.parquet") as _tmp:
+        labels.to_parquet(_tmp, index=False)
+    with atomic_path(out_dir / "variants.parquet") as _tmp:
+        variants.to_parquet(_tmp, index=False)
     write_json(out_dir / "judge_accuracy.json", accuracy)
     write_jsonl(out_dir / "exclusions.jsonl", excluded)
     write_json(metrics_path, summary(metrics, excluded, accuracy))

@@ -22,9 +22,10 @@ so every arm's heuristic verdicts rest on the same evidence search.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
+from gcpc.judging.authorship import Restatement
 from gcpc.llm.heuristic.tokens import concrete_tokens
 
 EVIDENCE_KINDS = {"tool_output", "file_content"}
@@ -42,15 +43,20 @@ def anchors_of(text: str) -> list[str]:
     return [t for t in concrete_tokens(text) if not (t.isalpha() and len(t) < 5)]
 
 
-def evidence_lines(events: list[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], str]]:
+def evidence_lines(events: list[dict[str, Any]], restated: Callable[[str], bool] | None = None
+                   ) -> Iterator[tuple[dict[str, Any], str]]:
     """(event, stripped line) for every non-empty line of a tool output or file content, in log order,
-    leaving out lines that address an evaluator, judge or grader."""
+    leaving out lines that address an evaluator, judge or grader, lines the agent wrote itself
+    (the event's `authored` line numbers: echoed, heredoc, a file it wrote read back) and lines that
+    restate the task (`restated`)."""
     for ev in events:
         if ev["kind"] not in EVIDENCE_KINDS:
             continue
-        for line in ev["text"].splitlines():
+        authored = set(ev.get("authored") or ())
+        for n, line in enumerate(ev["text"].splitlines()):
             stripped = line.strip()
-            if stripped and not ADDRESSED_TO_EVALUATOR.search(stripped):
+            if (stripped and n not in authored and not ADDRESSED_TO_EVALUATOR.search(stripped)
+                    and not (restated is not None and restated(stripped))):
                 yield ev, stripped
 
 
@@ -62,18 +68,20 @@ def reads_as_failure(line: str, event: dict[str, Any], removed: str | None = Non
     return bool(event.get("is_error")) or bool(CONTRARY.search(lowered))
 
 
-def mentions(events: list[dict[str, Any]], anchor: str) -> list[tuple[int, str, bool]]:
+def mentions(events: list[dict[str, Any]], anchor: str, restated: Callable[[str], bool] | None = None
+             ) -> list[tuple[int, str, bool]]:
     """(event index, verbatim line, contrary?) for every evidence line that contains the anchor."""
     needle = anchor.lower()
     return [(ev["index"], line, reads_as_failure(line, ev, needle))
-            for ev, line in evidence_lines(events) if needle in line.lower()]
+            for ev, line in evidence_lines(events, restated) if needle in line.lower()]
 
 
-def anchor_states(anchors: list[str], events: list[dict[str, Any]]) -> tuple[list[tuple[str, int, str]], list[tuple[str, int, str]]]:
+def anchor_states(anchors: list[str], events: list[dict[str, Any]], restated: Callable[[str], bool] | None = None
+                  ) -> tuple[list[tuple[str, int, str]], list[tuple[str, int, str]]]:
     """(shown, contrary): per anchor its latest mention, split by whether that mention reads as a failure."""
     shown, contrary = [], []
     for anchor in anchors:
-        found = mentions(events, anchor)
+        found = mentions(events, anchor, restated)
         if not found:
             continue
         idx, line, bad = found[-1]
@@ -81,11 +89,12 @@ def anchor_states(anchors: list[str], events: list[dict[str, Any]]) -> tuple[lis
     return shown, contrary
 
 
-def judge_anchors(anchors: list[str], events: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]], str]:
+def judge_anchors(anchors: list[str], events: list[dict[str, Any]], restated: Callable[[str], bool] | None = None
+                  ) -> tuple[str, list[dict[str, Any]], str]:
     """(label, evidence, reason) of the anchor rule above, for any list of anchors."""
     if not anchors:
         return "Abstain", [], "No concrete path, literal, number or identifier to look for in the log."
-    shown, contrary = anchor_states(anchors, events)
+    shown, contrary = anchor_states(anchors, events, restated)
     if contrary:
         anchor, idx, line = contrary[0]
         return "No", [{"event_index": idx, "quote": line}], f"The latest displayed mention of '{anchor}' is a failure."
@@ -96,12 +105,13 @@ def judge_anchors(anchors: list[str], events: list[dict[str, Any]]) -> tuple[str
     return "Abstain", [], f"Only {len(shown)} of {len(anchors)} anchors appear in tool output or file content."
 
 
-def judge_item(item: dict[str, Any], events: list[dict[str, Any]]) -> dict[str, Any]:
+def judge_item(item: dict[str, Any], events: list[dict[str, Any]], restated: Callable[[str], bool] | None = None
+               ) -> dict[str, Any]:
     anchors = anchors_of(item["text"])
     if not anchors:
         return {"item_id": item["item_id"], "label": "Abstain", "evidence": [],
                 "reason": "The item names no concrete path, literal, number or identifier to look for in the log."}
-    label, evidence, reason = judge_anchors(anchors, events)
+    label, evidence, reason = judge_anchors(anchors, events, restated)
     return {"item_id": item["item_id"], "label": label, "evidence": evidence, "reason": reason}
 
 
@@ -111,4 +121,5 @@ def judge_checklist(inputs: dict[str, Any]) -> dict[str, Any]:
 
         return judge_generic(inputs)
     events = inputs["events"]
-    return {"verdicts": [judge_item(item, events) for item in inputs["items"]]}
+    restated = Restatement([item["text"] for item in inputs["items"]])  # an echoed or cat'ed checklist is not state
+    return {"verdicts": [judge_item(item, events, restated) for item in inputs["items"]]}

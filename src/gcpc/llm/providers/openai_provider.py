@@ -150,7 +150,8 @@ class OpenAIProvider(RemoteProvider):
         if not file_id:
             return []
         text = self.retried(f"file {file_id} content", lambda: self.sync_client().files.content(file_id).text)
-        return [json.loads(line) for line in text.splitlines() if line.strip()]
+        # JSONL lines end at "\n" only: str.splitlines() would also split at U+2028, U+0085, ... inside a string
+        return [json.loads(line) for line in text.split("\n") if line.strip()]
 
     def batch_results(self, batch_id: str) -> list[BatchResult]:
         batch = self.retried(f"batch {batch_id} retrieve", lambda: self.sync_client().batches.retrieve(batch_id))

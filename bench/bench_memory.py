@@ -1,0 +1,143 @@
+"""Peak memory of ingesting one very large agent log, per log format.
+
+    python bench/bench_memory.py                 # 200 MB logs -> bench/results/memory.json
+    python bench/bench_memory.py --mb 20 --out /tmp/memory.json
+
+For each format a corpus with ONE trial whose agent log is `--mb` MB (10^6 bytes) is written to a
+temporary folder, then ingested (`gcpc.corpus.ingest.ingest` + `write_outputs`, as the stage does)
+in a fresh child process. The child's peak resident set (`ru_maxrss`) minus the peak of a child
+that only imports the same modules is the ingest's own peak; `peak_over_log` divides it by the
+log's size. Target (issue 11): peak under 2x the largest log file.
+
+Formats: `claude-code-stream-json` (Harbor `agent/claude-code.txt`, tool outputs of ~4 KB),
+`tb1-pane` (Terminal-Bench 1 `panes/post-agent.txt`, a plain terminal capture), `tb1-agent-log`
+(Terminal-Bench 1 `sessions/agent.log`, the raw stream with ANSI escapes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+FORMATS = ("claude-code-stream-json", "tb1-pane", "tb1-agent-log")
+
+
+def _write_stream_json(path: Path, size: int) -> None:
+    out = ['{"type":"system","subtype":"init","cwd":"/root","tools":["Bash"]}\n']
+    n, total = 0, len(out[0])
+    with path.open("w", encoding="utf-8") as fh:
+        fh.write(out[0])
+        while total < size:
+            n += 1
+            body = "".join(f"line {n}-{i}: some build output, file_{i}.py OK\n" for i in range(90))
+            recs = [{"type": "assistant", "message": {"content": [
+                        {"type": "tool_use", "id": f"t{n}", "name": "Bash", "input": {"command": f"make step-{n}"}}]}},
+                    {"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": f"t{n}", "content": body}]}}]
+            text = "".join(json.dumps(r) + "\n" for r in recs)
+            fh.write(text)
+            total += len(text)
+
+
+def _write_pane(path: Path, size: int, ansi: bool) -> None:
+    total, n = 0, 0
+    with path.open("w", encoding="utf-8") as fh:
+        while total < size:
+            n += 1
+            prompt = "\x1b[01;32mroot@box\x1b[00m:/app# " if ansi else "root@box:/app# "
+            chunk = prompt + f"make step-{n}\n" + "".join(f"compiling file_{i}.c ... ok ({n})\n" for i in range(60))
+            if ansi:
+                chunk += "".join(f"\r[{'#' * k}{' ' * (20 - k)}] {k * 5}%" for k in range(0, 21, 4)) + "\n"
+            fh.write(chunk)
+            total += len(chunk)
+
+
+def make_corpus(fmt: str, dest: Path, mb: float) -> tuple[dict, Path]:
+    size = int(mb * 1_000_000)
+    if fmt == "claude-code-stream-json":
+        task = dest / "tasks" / "big"
+        (task / "tests").mkdir(parents=True)
+        (task / "instruction.md").write_text("Build the project.\n")
+        (task / "tests" / "test_outputs.py").write_text("def test_built():\n    pass\n")
+        trial = dest / "jobs" / "j" / "big__1"
+        (trial / "agent").mkdir(parents=True)
+        (trial / "config.json").write_text(json.dumps({"task": {"path": "/x/big"}, "trial_name": "big__1",
+                                                       "agent": {"name": "claude-code", "model_name": "m"}}))
+        (trial / "result.json").write_text(json.dumps({"task_name": "big", "verifier_result": {"rewards": {"reward": 1.0}}}))
+        log = trial / "agent" / "claude-code.txt"
+        _write_stream_json(log, size)
+        return {"name": "big", "benchmark": "bench", "tasks_dir": "tasks", "trials_dirs": ["jobs"]}, log
+    trial = dest / "runs" / "20250101_agent_model" / "big" / "big.1-of-1"
+    trial.mkdir(parents=True)
+    (trial / "results.json").write_text(json.dumps({"task_id": "big", "instruction": "Build it.", "is_resolved": True,
+                                                    "parser_results": {"test_built": "passed"}}))
+    (trial / "commands.txt").write_text("make\n")
+    rel = "panes/post-agent.txt" if fmt == "tb1-pane" else "sessions/agent.log"
+    log = trial / rel
+    log.parent.mkdir(parents=True)
+    _write_pane(log, size, ansi=fmt == "tb1-agent-log")
+    return {"name": "big", "format": "terminal-bench-1", "trials_dirs": ["runs"]}, log
+
+
+def child(mode: str, cfg_json: str, root: str) -> None:
+    """Run in a fresh process: import, optionally ingest; print the peak RSS (KiB on Linux)."""
+    from gcpc.corpus.ingest import ingest, write_outputs  # noqa: F401 - the baseline imports the same modules
+
+    t0 = time.perf_counter()
+    n = 0
+    if mode == "ingest":
+        result = ingest(json.loads(cfg_json), Path(root))
+        n = len(result.trajectories)
+        write_outputs(result, Path(root) / "out")
+    print(json.dumps({"maxrss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "trajectories": n,
+                      "seconds": round(time.perf_counter() - t0, 2)}))
+
+
+def measure(mode: str, cfg: dict, root: Path) -> dict:
+    proc = subprocess.run([sys.executable, __file__, "--child", mode, json.dumps(cfg), str(root)], capture_output=True,
+                          text=True, check=True)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--mb", type=float, default=200.0)
+    parser.add_argument("--formats", nargs="+", default=list(FORMATS), choices=FORMATS)
+    parser.add_argument("--out", default=str(REPO / "bench" / "results" / "memory.json"))
+    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(*args.child)
+        return
+    results = {}
+    for fmt in args.formats:
+        with tempfile.TemporaryDirectory(prefix="gcpc-mem-") as tmp:
+            cfg, log = make_corpus(fmt, Path(tmp), args.mb)
+            base = measure("baseline", cfg, Path(tmp))
+            run = measure("ingest", cfg, Path(tmp))
+            log_bytes = log.stat().st_size
+            peak = (run["maxrss_kib"] - base["maxrss_kib"]) * 1024
+            results[fmt] = {"log_bytes": log_bytes, "peak_bytes_over_baseline": peak,
+                            "peak_over_log": round(peak / log_bytes, 2), "target_met": peak < 2 * log_bytes,
+                            "trajectories": run["trajectories"], "seconds": run["seconds"],
+                            "baseline_rss_bytes": base["maxrss_kib"] * 1024}
+            print(f"{fmt}: {log_bytes / 1e6:.0f} MB log, peak {peak / 1e6:.0f} MB over baseline = "
+                  f"{peak / log_bytes:.2f}x ({run['seconds']} s)", flush=True)
+    out = {"command": "python bench/bench_memory.py " + " ".join(sys.argv[1:]), "target": "peak < 2x log size",
+           "mb": args.mb, "results": results,
+           "machine": {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count()}}
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(out, indent=2, sort_keys=True) + "\n")
+    print(f"-> {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,147 @@
+"""Hostile corpora: nothing outside the corpus is read, and one bad item never aborts the rest.
+
+Corpora are third-party data; a trial folder can hold a symlink to `/etc/passwd` or `~/.ssh`, and
+whatever a reader reads may become judge-visible events sent to a paid provider. Two lines of
+defence, both active only inside `confined(...)` (the ingest of one corpus):
+
+* readers ask `outside_links(folder)` before reading a trial or task folder and exclude it, naming
+  the link and its target, when a link inside it resolves outside the corpus;
+* an audit hook (`sys.addaudithook`) refuses any read of a file, and any directory listing, whose
+  resolved path lies outside the corpus roots (the Python installation excepted, for imports):
+  the read raises `OutsideCorpus` (a `PermissionError` naming the path), which the readers turn
+  into a per-trial or per-task exclusion like any unreadable file. Every refusal is counted on the
+  boundary (`Boundary.refused`), so tests can assert that none happened unrefused.
+
+`read_guarded` runs one reader call and turns any exception into an exclusion reason naming the
+item (the `strict` corpus switch re-raises instead).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class OutsideCorpus(PermissionError):
+    """A read that would leave the corpus (a symlink, or a path, resolving outside every corpus root)."""
+
+
+def _system_dirs() -> tuple[str, ...]:
+    dirs = {sys.prefix, sys.base_prefix, sys.exec_prefix, str(Path(__file__).resolve().parents[2])}
+    dirs.update(p for p in sys.path if p and os.path.isdir(p))
+    return tuple(sorted({os.path.realpath(d) for d in dirs}))
+
+
+@dataclass
+class Boundary:
+    roots: tuple[str, ...]
+    refused: list[str] = field(default_factory=list)
+    """Reads and listings refused by the audit hook ('path -> resolved target')."""
+
+    def inside(self, path: str | os.PathLike[str]) -> bool:
+        real = os.path.realpath(path)
+        return any(real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in self.roots)
+
+
+_active: ContextVar[Boundary | None] = ContextVar("gcpc_corpus_boundary", default=None)
+_hook_installed = False
+_system: tuple[str, ...] = ()
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+
+
+def _is_system(real: str) -> bool:
+    return any(real == d or real.startswith(d.rstrip(os.sep) + os.sep) for d in _system)
+
+
+def _hook(event: str, args: tuple[Any, ...]) -> None:
+    if event not in ("open", "os.listdir", "os.scandir"):
+        return
+    boundary = _active.get()
+    if boundary is None or not args:
+        return
+    path = args[0]
+    if isinstance(path, int) or path is None:
+        return
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    if event == "open":
+        mode, flags = (args[1] if len(args) > 1 else None), (args[2] if len(args) > 2 else 0)
+        if (isinstance(mode, str) and any(c in mode for c in "wax+")) or (isinstance(flags, int) and flags & _WRITE_FLAGS):
+            return  # writes are not reads of the corpus
+    try:
+        real = os.path.realpath(path)
+    except (TypeError, ValueError):
+        return
+    if boundary.inside(real) or _is_system(real):
+        return
+    boundary.refused.append(f"{os.fspath(path)} -> {real}")
+    raise OutsideCorpus(f"{os.fspath(path)}: refused, resolves outside the corpus root ({real})")
+
+
+@contextmanager
+def confined(roots: Sequence[str | os.PathLike[str]]) -> Iterator[Boundary]:
+    """Within the block, reads outside `roots` (after resolving links) raise OutsideCorpus."""
+    global _hook_installed, _system
+    if not _hook_installed:
+        _system = _system_dirs()
+        sys.addaudithook(_hook)
+        _hook_installed = True
+    boundary = Boundary(tuple(sorted({os.path.realpath(r) for r in roots})))
+    token = _active.set(boundary)
+    try:
+        yield boundary
+    finally:
+        _active.reset(token)
+
+
+def outside_links(folder: Path, *, display: Callable[[Path], str] = lambda p: p.as_posix()) -> list[str]:
+    """Links at or below `folder` that resolve outside the active boundary: 'link -> target' (empty without one)."""
+    boundary = _active.get()
+    if boundary is None:
+        return []
+    found = []
+    candidates = [folder] if folder.is_symlink() else []
+    if not folder.is_symlink():
+        for base, dirs, files in os.walk(folder, followlinks=False, onerror=lambda e: None):
+            for name in dirs + files:
+                p = Path(base) / name
+                if p.is_symlink():
+                    candidates.append(p)
+    for p in sorted(candidates):
+        if not boundary.inside(p):
+            found.append(f"{display(p)} -> {os.path.realpath(p)}")
+    return found
+
+
+def allowed(path: Path) -> bool:
+    """False for a path that resolves outside the active boundary (always True without one)."""
+    boundary = _active.get()
+    return boundary is None or boundary.inside(path)
+
+
+def describe(exc: BaseException) -> str:
+    """An exception as an exclusion reason: its message (which names the file), else its type."""
+    if isinstance(exc, RecursionError):
+        return "nested too deeply to parse (depth limit)"
+    if isinstance(exc, MemoryError):
+        return "too large to parse (out of memory)"
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def read_guarded(fn: Callable[[], T], *, what: str, strict: bool = False) -> tuple[T | None, str | None]:
+    """(result, None), or (None, '<what>: <why>') when the reader raised; strict re-raises."""
+    try:
+        return fn(), None
+    except Exception as exc:  # noqa: BLE001 - any reader failure becomes a named exclusion
+        if strict:
+            raise
+        return None, f"{what}: {describe(exc)}"

@@ -1,0 +1,201 @@
+"""Echo resistance: which displayed lines the agent wrote itself, and which only restate the task.
+
+A tool output is evidence because the environment displayed it. But an agent can make the
+environment display anything it types: `echo "all tests passed"`, `cat <<EOF ... EOF`, a file
+it wrote and reads back, `cat instruction.md`. Such lines look like state and are not. Two rules:
+
+* **agent-authored** lines of a tool output or file content, of two kinds:
+  - *echoed*: the whole output of a command that only displays text (`echo`, `printf`, `cat` of a
+    heredoc); a line equal to a line the agent displayed that way earlier; a line of three or more
+    words that occurs in the inline program that printed it (`python -c "print('... passed')"`). Echoed
+    text shows nothing about the environment: it is never evidence.
+  - *read back*: a line equal to a line the agent wrote into a file (a heredoc redirected into a
+    file, a Write/Edit call) and displays again. It does show the file's state, so it stays
+    evidence, but the judge view can mark it.
+* **restated** lines: a line that contains a checklist item's (or the instruction's) whole text,
+  or a sentence-long piece of it (`RESTATE_MIN_WORDS` words): `cat instruction.md`. A shorter
+  fragment, such as a config line the task quotes, is not a restatement.
+
+With `judging.mark_agent_authored` the judge view marks both kinds (`AUTHORED_MARK`); the heuristic
+judge never uses echoed or restated lines as evidence, and the evidence gate rejects quotes that
+only occur in echoed lines or that restate the task without independent output showing them.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+AUTHORED_MARK = "[agent-authored] "
+EVIDENCE_KINDS = ("tool_output", "file_content")
+RESTATE_MIN_CHARS = 16
+RESTATE_MIN_WORDS = 6
+MIN_AUTHORED_CHARS = 6
+
+_CALL_PREFIX = re.compile(r"^(?:Bash(?: \([^\n]*?\))?: |\$ )")
+_HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][\w]*)\1[^\n]*\n(.*?)\n[ \t]*\2[ \t]*(?:\n|$)", re.S)
+
+
+_MARKUP = re.compile(r"[`*_]")
+_LIST_MARK = re.compile(r"^(?:\d+[.)]|[-+>])\s+")
+
+
+def norm(text: str) -> str:
+    """Compared form of a line: Markdown emphasis, code marks and list markers dropped, whitespace collapsed."""
+    text = " ".join(_MARKUP.sub("", text).split())
+    return _LIST_MARK.sub("", text).rstrip(".,;:").lower()
+
+
+def _kind(ev: Any) -> str:
+    k = ev["kind"] if isinstance(ev, dict) else ev.kind
+    return k if isinstance(k, str) else k.value
+
+
+def _text(ev: Any) -> str:
+    return ev["text"] if isinstance(ev, dict) else ev.text
+
+
+def _command(call_text: str) -> str:
+    return _CALL_PREFIX.sub("", call_text, count=1)
+
+
+_INLINE = re.compile(r"\b(?:python[\d.]*|node|perl|ruby|php|bash|sh)\s+-[ce]\s")
+"""An inline program (`python -c "print('...')"`): the text it prints literally is the agent's."""
+_OPERATORS = {";", "&&", "||", "|", "&", ";;", "|&"}
+
+
+def _segments(cmd: str) -> list[tuple[list[str], bool]] | None:
+    """Shell words of each simple command, and whether its output is piped on; None when it does not tokenize."""
+    lex = shlex.shlex(_HEREDOC.sub("\n", cmd), posix=True, punctuation_chars=True)
+    lex.whitespace_split = True
+    try:
+        tokens = list(lex)
+    except ValueError:
+        return None
+    out: list[tuple[list[str], bool]] = [([], False)]
+    for tok in tokens:
+        if tok in _OPERATORS:
+            out[-1] = (out[-1][0], tok in ("|", "|&"))
+            out.append(([], False))
+        else:
+            out[-1][0].append(tok)
+    return [(words, piped) for words, piped in out if words]
+
+
+def _shown(words: list[str]) -> str | None:
+    """What an echo/printf command prints (its arguments before any redirection), else None."""
+    if not words or words[0] not in ("echo", "printf"):
+        return None
+    args = []
+    for w in words[1:]:
+        if w.startswith((">", "<")) or w in ("1>", "2>"):
+            break
+        args.append(w)
+    while args and words[0] == "echo" and args[0].startswith("-") and len(args[0]) <= 3:
+        args = args[1:]
+    return "\n".join(a.replace("\\n", "\n") for a in args)
+
+
+def written_text(call_text: str) -> tuple[list[str], list[str]]:
+    """(text the call only displays, text it writes to files): echo/printf arguments and heredocs
+    read to the terminal; heredocs redirected into a file and Write/Edit contents."""
+    shown: list[str] = []
+    written: list[str] = []
+    first, _, rest = call_text.partition("\n")
+    if first.startswith(("Write: ", "Edit: ", "MultiEdit: ")):
+        written.append(rest)
+    cmd = _command(call_text)
+    for m in _HEREDOC.finditer(cmd):
+        head = cmd[: m.start()].rsplit("\n", 1)[-1]
+        (written if ">" in head or "tee " in head else shown).append(m.group(3))
+    for words, _ in _segments(cmd) or []:
+        text = _shown(words)
+        if text:
+            shown.append(text)
+    return shown, written
+
+
+def _only_display(call_text: str) -> bool:
+    """A command that only displays the agent's text: echo/printf (not piped on), or `cat` of a heredoc."""
+    if call_text.startswith(("Write: ", "Edit: ", "MultiEdit: ", "Read: ")):
+        return False
+    cmd = _command(call_text)
+    segments = _segments(cmd)
+    if not segments:
+        return False
+    heredoc_cat = bool(_HEREDOC.search(cmd)) and all(w[0] == "cat" and not any(x.startswith(">") for x in w[1:])
+                                                     for w, _ in segments)
+    return heredoc_cat or all(_shown(words) is not None and not piped for words, piped in segments)
+
+
+def line_authorship(events: Iterable[Any]) -> dict[int, dict[int, str]]:
+    """Per evidence event (by index): line number (0-based, of `text.splitlines()`) -> 'echoed' (the
+    agent only displayed it) or 'read back' (a file the agent wrote, displayed again)."""
+    shown: set[str] = set()
+    written: set[str] = set()
+    last_call: str | None = None
+    out: dict[int, dict[int, str]] = {}
+    for ev in events:
+        kind, text = _kind(ev), _text(ev)
+        if kind == "tool_call":
+            last_call = text
+            s, w = written_text(text)
+            for blocks, into in ((s, shown), (w, written)):
+                for block in blocks:
+                    into.update(n for n in (norm(line) for line in block.splitlines()) if len(n) >= MIN_AUTHORED_CHARS)
+            continue
+        if kind not in EVIDENCE_KINDS:
+            continue
+        whole = last_call is not None and _only_display(last_call)
+        inline = last_call is not None and _INLINE.search(last_call) is not None and not _HEREDOC.search(last_call)
+        call_norm = norm(last_call) if last_call else ""
+        marks: dict[int, str] = {}
+        for i, line in enumerate(text.splitlines()):  # the same line numbers as every consumer uses
+            n = norm(line)
+            if not n:
+                continue
+            if whole or n in shown or (inline and len(n.split()) >= 3 and n in call_norm):
+                marks[i] = "echoed"
+            elif n in written:
+                marks[i] = "read back"
+        if marks:
+            out[ev["index"] if isinstance(ev, dict) else ev.index] = marks
+    return out
+
+
+def authored_lines(events: Iterable[Any]) -> dict[int, set[int]]:
+    """Per evidence event: the lines the agent only displayed (echoed); never evidence of state."""
+    return {i: {n for n, how in marks.items() if how == "echoed"}
+            for i, marks in line_authorship(events).items() if "echoed" in marks.values()}
+
+
+class Restatement:
+    """Recognises lines that restate the instruction or checklist (see the module docstring)."""
+
+    def __init__(self, texts: Sequence[str]):
+        self.items = [n for n in (norm(t) for t in texts) if len(n) >= RESTATE_MIN_CHARS]
+        self.joined = "\n".join(norm(t) for t in texts if t)
+
+    def __call__(self, line: str) -> bool:
+        """The line contains a whole item or task sentence, or is a sentence-long (RESTATE_MIN_WORDS words)
+        piece of the task text. A short fragment (a config line the task quotes) is not a restatement."""
+        n = norm(line)
+        if not n:
+            return False
+        if any(item in n for item in self.items):
+            return True
+        return len(n) >= RESTATE_MIN_CHARS and len(n.split()) >= RESTATE_MIN_WORDS and n in self.joined
+
+    def occurs(self, quote: str) -> bool:
+        n = norm(quote)
+        return bool(n) and n in self.joined
+
+
+def mark_authored(text: str, lines: set[int] | None) -> str:
+    """The text with its agent-authored lines prefixed by AUTHORED_MARK (for the judge view)."""
+    if not lines:
+        return text
+    parts = text.splitlines(keepends=True)
+    return "".join(AUTHORED_MARK + p if i in lines and p.strip() else p for i, p in enumerate(parts))

@@ -1,0 +1,67 @@
+"""A context budget per request: the judge view is cut to the judge's context window, longest events
+first, marked and recorded; a log that cannot fit even then is excluded with the reason."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gcpc.corpus.models import Event, EventKind, Outcome, SourceRef, Trajectory
+from gcpc.judging.spec import MIN_EVENT_CHARS, ArmSpec
+from gcpc.judging.stage import judge_arm
+from gcpc.llm import make_client
+from gcpc.synthesis.models import Checklist, ChecklistItem, Provenance
+
+ROOT = Path(__file__).resolve().parents[1]
+HEURISTIC = {"provider": "heuristic", "model": "gcpc-heuristic-v1", "temperature": 0.0, "max_tokens": 1000, "seed": 0}
+
+
+def _traj(sizes: list[int]) -> Trajectory:
+    events = [Event(index=0, kind=EventKind.TOOL_CALL, text="Bash: make", tool="Bash", source=SourceRef(path="log", line=1))]
+    for n, size in enumerate(sizes, 1):
+        events.append(Event(index=n, kind=EventKind.TOOL_OUTPUT, text=(f"out{n} " * size)[:size], tool="Bash",
+                            source=SourceRef(path="log", line=n + 1)))
+    return Trajectory(trajectory_id=f"b/j/t{len(sizes)}-{sum(sizes)}", benchmark="b", task_id="t", harness="h", model="m",
+                      condition="c", source="j", trial="t", outcome=Outcome(status="FAIL"), events=events, source_path="x")
+
+
+def _checklist() -> Checklist:
+    fields = {"item_id": "i01", "text": "Write /root/out.txt", "quote": "Write /root/out.txt", "route": "judge", "test_refs": []}
+    if "category" in ChecklistItem.model_fields:  # the item schema may or may not carry a category
+        fields["category"] = "construction"
+    return Checklist(benchmark="b", task_id="t", status="frozen", items=[ChecklistItem(**fields)],
+                     provenance=Provenance(provider="heuristic", model="m", prompt_hash="p", rules_hash="r"), attempts=1,
+                     first_attempt_valid=True).with_hash()
+
+
+def _judge(trajs, window: int | None, tmp_path):
+    cfg = dict(HEURISTIC, context_window=window) if window else HEURISTIC
+    arm = ArmSpec.from_params("gcpc", {"kind": "checklist", "template": str(ROOT / "prompts" / "judging" / "gcpc.jinja"),
+                                       "evidence_gate": False}, {"max_event_chars": 4000})
+    client = make_client(cfg, tmp_path / "calls.jsonl", progress=False)
+    try:
+        judgments = judge_arm(arm, trajs, llm_cfg=cfg, client=client, checklists={("b", "t"): _checklist()})
+        requests = {r.key: r for r in client.store.records()}
+    finally:
+        client.store.close()
+    return judgments, requests
+
+
+def test_log_is_cut_longest_events_first_to_fit_and_the_cut_is_recorded(tmp_path):
+    traj = _traj([300, 3000, 3900])
+    (uncut,), _ = _judge([traj], None, tmp_path / "a")
+    (fitted,), records = _judge([traj], 2600, tmp_path / "b")
+    assert uncut.request_key != fitted.request_key and fitted.status == "ok"
+    cut = records[fitted.request_key].request["inputs"]["context_cut"]
+    assert cut["events_cut"] == [2, 3] and MIN_EVENT_CHARS <= cut["event_cap_chars"] < 3000  # the short event is kept whole
+    assert cut["tokens_after"] <= 2600 * 0.95 - 1000 < cut["tokens_before"]
+    prompt = "\n".join(m["content"] for m in records[fitted.request_key].request["messages"])
+    assert "chars truncated ...]" in prompt and "out1 " * 50 in prompt
+    (again,), _ = _judge([traj], 2600, tmp_path / "c")
+    assert again.request_key == fitted.request_key  # deterministic
+
+
+def test_a_log_that_cannot_fit_is_excluded_with_the_reason(tmp_path):
+    traj = _traj([3000] * 40)
+    (j,), records = _judge([traj], 2000, tmp_path)
+    assert j.status == "skipped" and j.request_key is None and not records
+    assert j.error.startswith("log does not fit the judge's context window (2000 tokens")

@@ -25,7 +25,7 @@ TB1 = DATA / "terminal-bench-1" / "runs"
 VERIFIER = "TB1-VERIFIER-OUTPUT-7731"
 MINI = "20250825_swe-agent-mini_claude-4-sonnet"
 CFG = {"name": "tb1-fixture", "format": "terminal-bench-1", "root": "tests/fixtures/terminal_bench_1",
-       "trials_dirs": ["tests/fixtures/terminal_bench_1/runs"], "condition": "without_skills"}
+       "trials_dirs": ["runs"], "condition": "without_skills"}
 
 
 @pytest.fixture(scope="module")

@@ -50,12 +50,12 @@ python3 -c "import pandas as pd, json; json.dump({'mean_price': pd.read_csv('/ro
 
 def item(**kw) -> GeneratedItem:
     base = dict(text="The mean price is saved to /root/out.json.", quote="Save the result to `/root/out.json`",
-                route="generated", test_refs=[], category="construction")
+                route="generated", test_refs=[])
     return GeneratedItem(**(base | kw))
 
 
-def failing(items, lo=1, hi=15):
-    return [(r.gate, r.item_index) for r in check_items(items, INSTRUCTION, TESTS, min_items=lo, max_items=hi) if not r.passed]
+def failing(items):
+    return [(r.gate, r.item_index) for r in check_items(items, INSTRUCTION, TESTS) if not r.passed]
 
 
 # --- quote_verbatim -------------------------------------------------------------------------
@@ -156,37 +156,39 @@ def test_words_the_instruction_states_are_not_restatement():
     assert restates_test(other, TESTS, instruction="Compute the mean of `price`.") is not None
 
 
-# --- item_count and messages ----------------------------------------------------------------
+# --- nonempty and messages -----------------------------------------------------------------
 
 
-def test_count_gate():
+def test_item_count_is_observed_not_gated():
+    """Any number of items passes (the paper's SWE-bench transfer has a 3-item checklist); only none fails."""
     good = item()
-    assert failing([good] * 4, lo=4, hi=15) == []
-    assert failing([good] * 3, lo=4, hi=15) == [("item_count", None)]
-    assert failing([good] * 16, lo=4, hi=15) == [("item_count", None)]
-    assert failing([], lo=4, hi=15) == [("item_count", None)]
+    for n in (1, 3, 4, 15, 16, 40):
+        assert failing([good] * n) == [], n
+    assert failing([]) == [("nonempty", None)]
+    (empty,) = check_items([], INSTRUCTION, TESTS)
+    assert "no items" in empty.message and "never invent" in empty.message
 
 
 def test_every_rejection_names_the_gate_and_the_item():
     items = [item(), item(quote="Write everything to disk"), item(route="assertion", test_refs=["test_nope"]),
              item(text="assert out['mean_price'] == 12.5")]
-    results = check_items(items, INSTRUCTION, TESTS, min_items=5, max_items=15)
+    results = check_items(items, INSTRUCTION, TESTS) + check_items([], INSTRUCTION, TESTS)
     assert {r.gate for r in results} == set(GATES)
     rejected = [r for r in results if not r.passed]
     assert [(r.gate, r.item_index) for r in rejected] == [
-        ("quote_verbatim", 1), ("assertion_ref", 2), ("no_test_restatement", 3), ("item_count", None)]
+        ("quote_verbatim", 1), ("assertion_ref", 2), ("no_test_restatement", 3), ("nonempty", None)]
     for r in rejected:
         assert r.message.startswith(f"[{r.gate}] ")
         if r.item_index is not None:
             assert re.search(rf"\bitem {r.item_index} \(", r.message), r.message
             assert normalize_ws(items[r.item_index].quote)[:20] in r.message
         else:
-            assert "checklist: 4 items" in r.message
-    assert failed_gate_kinds(results, len(items), 5) == ["assertion_ref", "count_low", "no_test_restatement", "quote_verbatim"]
+            assert "checklist: no items" in r.message
+    assert failed_gate_kinds(results) == ["assertion_ref", "no_test_restatement", "nonempty", "quote_verbatim"]
 
 
 def test_gates_are_deterministic():
     items = [item(), item(quote="nope"), item(route="assertion", test_refs=["test_rows[a]"])]
-    first = check_items(items, INSTRUCTION, TESTS, min_items=1, max_items=15)
-    again = check_items(items, INSTRUCTION, TESTS, min_items=1, max_items=15)
+    first = check_items(items, INSTRUCTION, TESTS)
+    again = check_items(items, INSTRUCTION, TESTS)
     assert [r.model_dump() for r in first] == [r.model_dump() for r in again]

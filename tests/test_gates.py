@@ -138,7 +138,9 @@ def test_verbatim_assert_line_is_rejected():
 def test_restatement_rule():
     # prose copied from the test's code (an assertion message) restates the test
     assert restates_test("mean price in the output file must match the reference mean price within tolerance", TESTS)
-    assert restates_test("The output file /root/out.json exists.", TESTS) is None
+    assert restates_test("The output file /root/out.json exists.", TESTS, instruction=INSTRUCTION) is None
+    # without the instruction, the path is a literal only the verifier states
+    assert "'/root/out.json'" in restates_test("The output file /root/out.json exists.", TESTS)
     # syntax that the instruction quote itself contains is quoted, not restated
     assert restates_test("Install `pkg==1.2`", TESTS, quote="Install `pkg==1.2`") is None
     # docstrings and comments paraphrase the instruction; sharing them is not restating code
@@ -192,3 +194,121 @@ def test_gates_are_deterministic():
     first = check_items(items, INSTRUCTION, TESTS)
     again = check_items(items, INSTRUCTION, TESTS)
     assert [r.model_dump() for r in first] == [r.model_dump() for r in again]
+
+
+# --- adversarial items against the whole verifier (issue 10, items 5 and 6) -----------------
+
+V_INSTRUCTION = """Compute the mean order value of `/data/orders.csv` and write it to `/out/mean.txt`.
+
+Write the number of distinct customers to `/out/customers.txt`.
+
+Produce `/out/report.json` summarising the orders by region.
+"""
+V_FILES = {
+    "test_outputs.py": '''import json
+
+import pytest
+
+EXPECTED_CUSTOMERS = 1487
+REPORT = "/out/report.json"
+
+
+@pytest.fixture
+def report():
+    return json.load(open(REPORT))
+
+
+def _read(path):
+    return open(path).read().strip()
+
+
+def test_mean():
+    assert abs(float(_read("/out/mean.txt")) - 52.75) < 0.01
+
+
+def test_customers():
+    assert int(_read("/out/customers.txt")) == EXPECTED_CUSTOMERS
+
+
+def test_regions(report):
+    assert set(report["by_region"]) == {"north", "south"}
+    assert report["currency"] == "EUR"
+''',
+    "conftest.py": 'SNAPSHOT = "/data/orders_2023.parquet"\n',
+    "test.sh": "#!/bin/bash\ncd /tests && pytest test_outputs.py -rA --timeout 600\n",
+}
+
+
+def _v_tests():
+    from gcpc.corpus.pytest_ast import collect_source
+
+    return collect_source(V_FILES["test_outputs.py"], "test_outputs.py")
+
+
+def _v_recheck(*items: GeneratedItem) -> list[str]:
+    """The gates through the task-level re-check, which hands them the task's whole verifier."""
+    from gcpc.corpus.models import Task
+    from gcpc.synthesis.models import Checklist, ChecklistItem, Provenance
+    from gcpc.synthesis.validate import recheck
+
+    task = Task(benchmark="b", task_id="orders", instruction=V_INSTRUCTION, tests=_v_tests(), verifier_files=V_FILES,
+                source_path="tasks/orders")
+    cl = Checklist(benchmark="b", task_id="orders", status="frozen", attempts=1, first_attempt_valid=True,
+                   provenance=Provenance(provider="p", model="m", prompt_hash="h", rules_hash="r"),
+                   items=[ChecklistItem(item_id=f"i{k:02d}", **it.model_dump()) for k, it in enumerate(items, 1)])
+    return recheck([task], [cl])[("b", "orders")]
+
+
+V_QUOTE_MEAN = "Compute the mean order value of `/data/orders.csv` and write it to `/out/mean.txt`."
+V_QUOTE_CUSTOMERS = "Write the number of distinct customers to `/out/customers.txt`."
+V_QUOTE_REPORT = "Produce `/out/report.json` summarising the orders by region."
+
+
+def test_items_stating_the_instruction_pass_against_the_whole_verifier():
+    items = [item(text="The mean order value of /data/orders.csv is written to `/out/mean.txt`.", quote=V_QUOTE_MEAN),
+             item(text="The number of distinct customers is written to `/out/customers.txt`.", quote=V_QUOTE_CUSTOMERS),
+             item(text="`/out/report.json` summarises the orders by region.", quote=V_QUOTE_REPORT)]
+    assert _v_recheck(*items) == []
+
+
+def test_expected_value_that_only_the_test_code_states_is_rejected():
+    """52.75 is in test_mean's body and nowhere in the instruction."""
+    leak = item(text="The mean order value written to `/out/mean.txt` is 52.75.", quote=V_QUOTE_MEAN)
+    (why,) = _v_recheck(leak)
+    assert why.startswith("[no_test_restatement] item 0 (") and "52.75" in why
+
+
+def test_paraphrased_assertion_is_rejected():
+    """No assert, no ==, no run of test words: the expected regions and currency, in prose."""
+    para = item(text="The report lists exactly the regions north and south, with its currency given as EUR.",
+                quote=V_QUOTE_REPORT)
+    (why,) = _v_recheck(para)
+    assert why.startswith("[no_test_restatement] item 0 (") and ("north" in why or "EUR" in why)
+    keyed = item(text="The report's by_region field covers every region.", quote=V_QUOTE_REPORT)
+    (why,) = _v_recheck(keyed)
+    assert "by_region" in why
+
+
+def test_module_level_constant_is_rejected():
+    """1487 is defined at module level (EXPECTED_CUSTOMERS), outside any test function's source."""
+    assert all("1487" not in t.source for t in _v_tests())  # the test bodies alone do not show it
+    const = item(text="`/out/customers.txt` holds the number of distinct customers, 1487.", quote=V_QUOTE_CUSTOMERS)
+    (why,) = _v_recheck(const)
+    assert "1487" in why
+
+
+def test_values_of_fixtures_helpers_and_test_sh_are_rejected():
+    conftest = item(text="The mean is computed from `/data/orders_2023.parquet`.", quote=V_QUOTE_MEAN)
+    assert "/data/orders_2023.parquet" in " ".join(_v_recheck(conftest))
+    script = item(text="The mean order value is written to `/out/mean.txt` within 600 seconds.", quote=V_QUOTE_MEAN)
+    assert "600" in " ".join(_v_recheck(script))
+
+
+def test_a_single_character_quote_is_rejected():
+    """'a' occurs verbatim in almost every instruction; it is no span of a requirement."""
+    for short in ("a", "C", "`/root/out.json`", "the mean"):
+        assert quote_in_instruction(short, INSTRUCTION)
+        assert failing([item(quote=short)]) == [("quote_verbatim", 0)], short
+    (why,) = [r.message for r in check_items([item(quote="a")], INSTRUCTION, TESTS) if not r.passed]
+    assert "at least 3 words" in why
+    assert failing([item(quote="Save the result")]) == []  # three words: a verb and its object

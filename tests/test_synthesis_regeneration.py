@@ -132,3 +132,22 @@ def test_invalid_output_is_a_reported_failure(tmp_path):
     assert outcome.items is None
     assert outcome.failure.startswith("no valid response after 2 call attempt(s)")
     assert outcome.attempts[0].raw_responses == ["this is not JSON", "this is not JSON"]
+
+
+def test_the_gates_read_the_whole_verifier_during_synthesis(tmp_path):
+    """A module constant of the verifier file (outside every test's source) rejects the item that carries it."""
+    files = {"test_outputs.py": "EXPECTED_TOTAL = 98765.5\n\n" + TESTS[0].source + "\n", "test.sh": "pytest -rA\n"}
+    leak = [dict(GOOD[0], text="The total of the amount column of /root/sales.csv is 98765.5."), *GOOD[1:]]
+    provider = Scripted(leak, GOOD)
+    client = LLMClient(provider, CallStore(tmp_path / "calls.jsonl"), max_attempts=2, progress=False)
+    try:
+        outcome = synthesize_checklist(INSTRUCTION, TESTS, client=client, llm_cfg=CFG, settings=SynthesisSettings(),
+                                       label=("demo", "sales"), verifier_files=files)
+    finally:
+        client.store.close()
+    first, second = outcome.attempts
+    (rejected,) = [g for g in first.gate_results if not g.passed]
+    assert rejected.gate == "no_test_restatement" and "'98765.5' (test_outputs.py)" in rejected.message
+    assert second.accepted and outcome.items is not None
+    # the files reach the gates, not the request: the first request shows the tests only
+    assert "98765.5" not in provider.requests[0].model_dump_json()

@@ -18,7 +18,7 @@ they unambiguously resolve to).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -127,9 +127,13 @@ def synthesize_checklist(
     llm_cfg: dict[str, Any],
     settings: SynthesisSettings,
     label: tuple[str, str] = ("", ""),
+    verifier_files: Mapping[str, str] | None = None,
 ) -> SynthesisOutcome:
-    """Generate, gate, and regenerate until every gate passes or the attempt budget is spent."""
-    return synthesize_checklists([(instruction, tests, label)], client=client, llm_cfg=llm_cfg, settings=settings)[0]
+    """Generate, gate, and regenerate until every gate passes or the attempt budget is spent.
+
+    `verifier_files` (the task's whole verifier) is read by the restatement gate only."""
+    return synthesize_checklists([(instruction, tests, label, verifier_files or {})], client=client, llm_cfg=llm_cfg,
+                                 settings=settings)[0]
 
 
 @dataclass
@@ -138,13 +142,15 @@ class _Job:
     tests: Sequence[VerifierTest]
     label: tuple[str, str]
     outcome: SynthesisOutcome
+    verifier_files: Mapping[str, str] = field(default_factory=dict)
     history: list[list[GateResult]] = field(default_factory=list)
     history_kinds: list[list[str]] = field(default_factory=list)
     done: bool = False
 
 
 def synthesize_checklists(
-    jobs: Sequence[tuple[str, Sequence[VerifierTest], tuple[str, str]]],
+    jobs: Sequence[tuple[str, Sequence[VerifierTest], tuple[str, str]]
+                   | tuple[str, Sequence[VerifierTest], tuple[str, str], Mapping[str, str]]],
     *,
     client: LLMClient,
     llm_cfg: dict[str, Any],
@@ -153,11 +159,13 @@ def synthesize_checklists(
     """Synthesize many tasks in rounds: each round sends every pending task's request through one
     `client.run`, so calls run concurrently (or as one Batch API submission); tasks whose checklist
     failed a gate go on to the next round with their rejection history. Each job is
-    (instruction, verifier tests, (benchmark, task_id)) and nothing else."""
+    (instruction, verifier tests, (benchmark, task_id)[, verifier files]) and nothing else; the
+    verifier files reach the gates, not the request."""
     template = settings.template()
     provider, model = request_identity(llm_cfg)
     provenance = Provenance(provider=provider, model=model, prompt_hash=template.hash, rules_hash=settings.rules_hash())
-    state = [_Job(instr, tests, label, SynthesisOutcome(items=None, provenance=provenance)) for instr, tests, label in jobs]
+    state = [_Job(job[0], job[1], job[2], SynthesisOutcome(items=None, provenance=provenance),
+                  dict(job[3]) if len(job) > 3 else {}) for job in jobs]
     for attempt in range(1, settings.max_regenerations + 1):
         pending = [j for j in state if not j.done]
         if not pending:
@@ -188,7 +196,7 @@ def _record_attempt(job: _Job, result: Any, attempt: int, client: LLMClient, pro
     parsed: GeneratedChecklist | None = None
     if result.ok and result.parsed is not None:
         parsed = GeneratedChecklist.model_validate(result.parsed)
-        gates = check_items(parsed.items, job.instruction, job.tests)
+        gates = check_items(parsed.items, job.instruction, job.tests, job.verifier_files)
     accepted = parsed is not None and all(g.passed for g in gates)
     previous = sorted({k for ks in job.history_kinds for k in ks})
     job.outcome.attempts.append(SynthesisAttempt(

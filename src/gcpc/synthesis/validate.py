@@ -105,7 +105,7 @@ def recheck(tasks: Sequence[Task], checklists: Sequence[Checklist]) -> dict[tupl
             out[(cl.benchmark, cl.task_id)] = []
             continue
         items = [GeneratedItem(text=i.text, quote=i.quote, route=i.route, test_refs=i.test_refs) for i in cl.items]
-        out[(cl.benchmark, cl.task_id)] = [g.message for g in check_items(items, task.instruction, task.tests) if not g.passed]
+        out[(cl.benchmark, cl.task_id)] = [g.message for g in check_items(items, task.instruction, task.tests, task.verifier_files) if not g.passed]
     return out
 
 

@@ -4,8 +4,9 @@ Rules (stated here once, summarised in docs/heuristic-provider.md):
   * Units: Markdown headings, tables and fenced code are not requirements; the lines of one
     paragraph or list item are joined; each list item is a unit; paragraphs split into sentences.
     A unit is a requirement when it carries a requirement cue (modal or imperative verb) or is a
-    list item, has at least four words, and is not a bare lead-in ending with ':' without any
-    concrete token.
+    list item, has at least four word tokens and at least three whitespace-separated words (the
+    quote gate's minimum span), and is not a bare lead-in ending with ':' without any concrete
+    token.
   * Quote: the unit's text as it appears in the instruction (list marker excluded; a sentence
     joined from hard-wrapped lines differs from it in whitespace only).
   * Text: the unit with Markdown emphasis removed; when a fenced block follows the unit, the
@@ -185,7 +186,7 @@ def instruction_units(instruction: str) -> list[Unit]:
 
 
 def is_requirement(text: str, is_item: bool) -> bool:
-    if len(words(text)) < 4:
+    if len(words(text)) < 4 or sum(bool(re.search(r"\w", w)) for w in text.split()) < 3:
         return False
     if text.rstrip().endswith(":") and not concrete_tokens(text):
         return False

@@ -312,3 +312,30 @@ def test_a_single_character_quote_is_rejected():
     (why,) = [r.message for r in check_items([item(quote="a")], INSTRUCTION, TESTS) if not r.passed]
     assert "at least 3 words" in why
     assert failing([item(quote="Save the result")]) == []  # three words: a verb and its object
+
+
+def test_longest_shared_run_matches_a_brute_force_reference():
+    """The indexed search finds what checking every pair of spans finds (runs of RESTATE_MIN_RUN or more)."""
+    import random
+
+    from gcpc.synthesis.gates import RESTATE_MIN_RUN, _longest_shared_run
+
+    def brute(item, code, instruction_text):
+        best = 0
+        for i in range(len(item)):
+            for j in range(i + 1, len(item) + 1):
+                run = item[i:j]
+                joined = " ".join(run)
+                if len(run) > best and f" {joined} " in f" {' '.join(code)} " and (
+                        not instruction_text or f" {joined} " not in instruction_text):
+                    best = len(run)
+        return best if best >= RESTATE_MIN_RUN else 0
+
+    rng = random.Random(7)
+    for _ in range(300):
+        vocab = ["a", "b", "c"][: rng.randint(1, 3)]
+        code = [rng.choice(vocab) for _ in range(rng.randint(0, 40))]
+        item = code[rng.randint(0, 10):][: rng.randint(0, 25)] + [rng.choice(vocab) for _ in range(rng.randint(0, 6))]
+        instr = " " + " ".join(rng.choice(vocab) for _ in range(rng.randint(0, 12))) + " " if rng.random() < 0.5 else ""
+        got = _longest_shared_run(item, code, instr)
+        assert (got if got >= RESTATE_MIN_RUN else 0) == brute(item, code, instr), (item, code, instr)

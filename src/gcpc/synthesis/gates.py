@@ -28,8 +28,8 @@ no_test_restatement
       (a) its text contains more code syntax (`assert`, `==`, `!=`, `def test_`, `self.`) than its
           instruction quote does, or
       (b) its text shares a contiguous run of at least RESTATE_MIN_RUN word tokens with the code of
-          a test or verifier file that covers at least RESTATE_MIN_SHARE of the item's words, and
-          that run of words is not itself in the instruction, or
+          a test or of a verifier code file (Python, shell) that covers at least RESTATE_MIN_SHARE
+          of the item's words, and that run of words is not itself in the instruction, or
       (c) its text carries a literal that the verifier states and the instruction does not:
             - a number with two or more digits or a decimal point (compared by value, so 52.75 and
               52.750 are one number; thousands separators are ignored; single digits are list
@@ -90,8 +90,8 @@ _ITEM_LITERALS = (
     re.compile(r"\b([\w\-]+\.[A-Za-z][A-Za-z0-9]{0,5})\b"),         # file name
     re.compile(r"\b([A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+)\b"),     # snake_case identifier
 )
+SHELL_SUFFIXES = (".sh", ".bash")
 _SHELL_STRING = re.compile(r"\"([^\"\\\n]{3,80})\"|'([^'\\\n]{3,80})'")
-CODE_SUFFIXES = (".py", ".sh", ".bash")
 
 
 class GateResult(BaseModel):
@@ -146,7 +146,6 @@ def _code_words(source: str) -> tuple[str, ...]:
     return tuple(words(code_only(source)))
 
 
-@lru_cache(maxsize=1024)
 def _ngram_index(code: tuple[str, ...]) -> dict[tuple[str, ...], list[int]]:
     """Positions of every RESTATE_MIN_RUN-word run of a code text (built once per text)."""
     index: dict[tuple[str, ...], list[int]] = {}
@@ -155,7 +154,8 @@ def _ngram_index(code: tuple[str, ...]) -> dict[tuple[str, ...], list[int]]:
     return index
 
 
-def _longest_shared_run(item: list[str], code: Sequence[str], instruction_text: str) -> int:
+def _longest_shared_run(item: list[str], code: Sequence[str], instruction_text: str,
+                        index: dict[tuple[str, ...], list[int]] | None = None) -> int:
     """Longest run (of RESTATE_MIN_RUN or more words) shared by item and code that the instruction does not contain.
 
     Every such run starts with an indexed RESTATE_MIN_RUN-word run of the code. From each match the
@@ -166,7 +166,7 @@ def _longest_shared_run(item: list[str], code: Sequence[str], instruction_text: 
     code = tuple(code)
     if len(item) < RESTATE_MIN_RUN or len(code) < RESTATE_MIN_RUN:
         return 0
-    index = _ngram_index(code)
+    index = _ngram_index(code) if index is None else index
     best = 0
     for i in range(len(item) - RESTATE_MIN_RUN + 1):
         for p in index.get(tuple(item[i:i + RESTATE_MIN_RUN]), ()):
@@ -191,7 +191,11 @@ class Verifier:
         # a test's source is normally a span of its file; one that is not (no files given) counts on its own
         texts += [(t.id, t.source) for t in tests if t.source and t.source not in inside]
         self.texts = texts
-        self.codes = [(name, _code_words(text) if _is_python(name, text) else tuple(words(text))) for name, text in texts]
+        self._normalized = [(name, normalize_ws(text)) for name, text in texts]
+        # rule (b) compares with code: Python and shell files and the tests' sources (data files only feed rule (c))
+        self.codes = [(name, code, _ngram_index(code)) for name, code in
+                      ((name, _code_words(text) if _is_python(name, text) else tuple(words(text)))
+                       for name, text in texts if _is_python(name, text) or name.endswith(SHELL_SUFFIXES))]
         self.numbers: dict[Decimal, str] = {}
         for name, text in texts:
             for v in _numbers(text):
@@ -203,14 +207,15 @@ class Verifier:
 
     def find(self, literal: str) -> str | None:
         """The first verifier text that contains the literal at a token boundary."""
-        return next((name for name, text in self.texts if _occurs(literal, text)), None)
+        return next((name for name, text in self._normalized if _occurs(literal, text, normalized=True)), None)
 
 
 def _is_python(name: str, text: str) -> bool:
-    return name.endswith(".py") or "::" in name or "def test" in text[:2000] and not name.endswith(CODE_SUFFIXES[1:])
+    """A verifier file named *.py, or a test's own source (named by its pytest id)."""
+    return name.endswith(".py") or "::" in name
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=16)
 def _verifier(tests: tuple[VerifierTest, ...], files: tuple[tuple[str, str], ...]) -> Verifier:
     return Verifier(tests, dict(files))
 
@@ -242,7 +247,7 @@ def _code_strings(name: str, text: str) -> frozenset[str]:
     shell scripts. Three or more characters with a letter; data files have none (their values are
     matched as item literals instead)."""
     raw: list[str] = []
-    if name.endswith((".sh", ".bash")):
+    if name.endswith(SHELL_SUFFIXES):
         raw = [a or b for a, b in _SHELL_STRING.findall(text)]
     elif _is_python(name, text):
         try:
@@ -256,9 +261,10 @@ def _code_strings(name: str, text: str) -> frozenset[str]:
     return frozenset(s.strip() for s in raw if len(s.strip()) >= 3 and "\n" not in s and re.search(r"[A-Za-z]", s))
 
 
-def _occurs(literal: str, text: str, *, ignore_case: bool = False) -> bool:
-    """`literal` in `text`, not as part of a longer word or number (whitespace-normalised)."""
-    lit, txt = normalize_ws(literal), normalize_ws(text)
+def _occurs(literal: str, text: str, *, ignore_case: bool = False, normalized: bool = False) -> bool:
+    """`literal` in `text`, not as part of a longer word or number (whitespace-normalised;
+    `normalized`: the text already is)."""
+    lit, txt = normalize_ws(literal), text if normalized else normalize_ws(text)
     if ignore_case:
         lit, txt = lit.lower(), txt.lower()
     if not lit or lit not in txt:
@@ -315,8 +321,8 @@ def restates_test(text: str, tests: Sequence[VerifierTest], quote: str = "", ins
         return None
     verifier = verifier_view(tests, verifier_files)
     instruction_text = f" {' '.join(words(instruction))} " if instruction else ""
-    for name, code in verifier.codes:
-        run = _longest_shared_run(item_words, code, instruction_text)
+    for name, code, index in verifier.codes:
+        run = _longest_shared_run(item_words, code, instruction_text, index)
         if run >= RESTATE_MIN_RUN and run / len(item_words) >= RESTATE_MIN_SHARE:
             return f"item text repeats {run} consecutive words of the code of {name}"
     leaked = leaked_literals(text, instruction, verifier)

@@ -37,11 +37,11 @@ from gcpc.corpus.size import TOKENIZER, estimate_tokens
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE_CORPORA = [
     {"name": "atif-fixture", "benchmark": "fixture", "root": "tests/fixtures/harbor_atif",
-     "tasks_dir": "tests/fixtures/harbor_atif/tasks", "trials_dirs": ["tests/fixtures/harbor_atif/jobs"]},
+     "tasks_dir": "tasks", "trials_dirs": ["jobs"]},
     {"name": "swe-bench-fixture", "format": "swe-bench", "root": "tests/fixtures/swe_bench",
-     "tasks_file": "tests/fixtures/swe_bench/instances.jsonl",
-     "trials_dirs": ["tests/fixtures/swe_bench/trajectories/sweagent-demo"],
-     "reports_dirs": ["tests/fixtures/swe_bench/evaluation/sweagent-demo"]},
+     "tasks_file": "instances.jsonl",
+     "trials_dirs": ["trajectories/sweagent-demo"],
+     "reports_dirs": ["evaluation/sweagent-demo"]},
 ]
 
 
@@ -50,7 +50,7 @@ def _files_bytes(folder: Path) -> int:
 
 
 def throughput(cfg: dict, repeat: int) -> dict:
-    runs = REPO / cfg["trials_dirs"][0]
+    runs = REPO / cfg["root"] / cfg["trials_dirs"][0]
     times: list[float] = []
     result = None
     for _ in range(repeat):
@@ -115,8 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     os.chdir(REPO)
     tb1 = yaml.safe_load((REPO / "conf/data/terminal-bench-1.yaml").read_text(encoding="utf-8"))
-    if not (REPO / tb1["trials_dirs"][0]).is_dir():
-        print(f"bench_ingest: {REPO / tb1['trials_dirs'][0]} not found (../shared/data is needed)", file=sys.stderr)
+    if not (REPO / tb1["root"] / tb1["trials_dirs"][0]).is_dir():
+        print(f"bench_ingest: {REPO / tb1['root'] / tb1['trials_dirs'][0]} not found (../shared/data is needed)", file=sys.stderr)
         return 2
     tput, tb1_result = throughput(tb1, args.repeat)
     skills = yaml.safe_load((REPO / "conf/data/skillsbench.yaml").read_text(encoding="utf-8"))

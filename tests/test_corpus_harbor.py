@@ -222,10 +222,41 @@ def test_run_with_single_corpus_data_section(tmp_path):
     demo = tmp_path / "data" / "demo"
     make_task(demo)
     make_trial(demo, "job1", "demo-task__a")
-    data = {"name": "demo", "root": "data/demo", "benchmark": "skillsbench", "tasks_dir": "data/demo/tasks",
-            "trials_dirs": ["data/demo/jobs"], "out_dir": "out/ingest"}
+    data = {"name": "demo", "root": "data/demo", "benchmark": "skillsbench", "tasks_dir": "tasks",
+            "trials_dirs": ["jobs"], "out_dir": "out/ingest"}
     pop = run(data, tmp_path)
     assert pop["n_trajectories"] == 1 and pop["corpora"] == ["demo"]
     (traj,) = [json.loads(line) for line in (tmp_path / "out/ingest/trajectories.jsonl").read_text().splitlines()]
     assert traj["source_path"] == "jobs/job1/demo-task__a"
     assert traj["events"][0]["source"]["path"] == "jobs/job1/demo-task__a/agent/claude-code.txt"
+
+
+def test_config_paths_resolve_against_the_corpus_root(tmp_path):
+    """Paths of a corpus config resolve against its `root`; nothing falls back to the repository root."""
+    repo = tmp_path / "repo"
+    corpus = tmp_path / "elsewhere-corpus"
+    make_task(corpus)
+    make_trial(corpus, "job1", "demo-task__a")
+    make_task(repo, "repo-task")  # would be read if tasks_dir resolved against the repository root
+    make_trial(repo, "job1", "repo-task__a", task="repo-task")
+    cfg = {"name": "c", "benchmark": "skillsbench", "root": str(corpus), "tasks_dir": "tasks", "trials_dirs": ["jobs"]}
+    result = ingest(cfg, repo)
+    assert [t.task_id for t in result.tasks] == ["demo-task"]
+    assert [t.trajectory_id for t in result.trajectories] == ["skillsbench/job1/demo-task__a"]
+
+
+def test_missing_corpus_root_is_an_error_naming_the_folder(tmp_path):
+    """`root: /elsewhere, trials_dirs: ['.']` used to read the repository's own folders instead."""
+    repo = tmp_path / "repo"
+    make_task(repo)
+    make_trial(repo, "job1", "demo-task__a")
+    missing = tmp_path / "elsewhere"
+    with pytest.raises(FileNotFoundError, match=f"root folder {missing} not found"):
+        ingest({"name": "c", "benchmark": "skillsbench", "root": str(missing), "tasks_dir": ".", "trials_dirs": ["."]}, repo)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(FileNotFoundError, match=rf"trials_dirs entry 'jobs' not found: looked for {empty / 'jobs'}"):
+        ingest({"name": "c", "benchmark": "skillsbench", "root": str(empty), "trials_dirs": ["jobs"]}, repo)
+    with pytest.raises(FileNotFoundError, match=rf"tasks_dir entry 'tasks' not found: looked for {repo / 'sub' / 'tasks'}"):
+        (repo / "sub").mkdir()
+        ingest({"name": "c", "benchmark": "skillsbench", "root": "sub", "tasks_dir": "tasks", "trials_dirs": ["."]}, repo)

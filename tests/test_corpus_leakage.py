@@ -19,15 +19,15 @@ DATA = REPO.parent / "shared" / "data"
 
 FIXTURE_CORPORA = {
     "tb1-agent-log+tb1-pane": ({"name": "tb1", "format": "terminal-bench-1", "root": "tests/fixtures/terminal_bench_1",
-                                "trials_dirs": ["tests/fixtures/terminal_bench_1/runs"]},
+                                "trials_dirs": ["runs"]},
                                "TB1-VERIFIER-OUTPUT-7731", FIX / "terminal_bench_1" / "runs"),
     "atif": ({"name": "atif", "benchmark": "b", "root": "tests/fixtures/harbor_atif",
-              "tasks_dir": "tests/fixtures/harbor_atif/tasks", "trials_dirs": ["tests/fixtures/harbor_atif/jobs"]},
+              "tasks_dir": "tasks", "trials_dirs": ["jobs"]},
              "ATIF-VERIFIER-OUTPUT-5521", FIX / "harbor_atif"),
     "swe-agent-traj": ({"name": "swe", "format": "swe-bench", "root": "tests/fixtures/swe_bench",
-                        "tasks_file": "tests/fixtures/swe_bench/instances.jsonl",
-                        "trials_dirs": ["tests/fixtures/swe_bench/trajectories/sweagent-demo"],
-                        "reports_dirs": ["tests/fixtures/swe_bench/evaluation/sweagent-demo"]},
+                        "tasks_file": "instances.jsonl",
+                        "trials_dirs": ["trajectories/sweagent-demo"],
+                        "reports_dirs": ["evaluation/sweagent-demo"]},
                        "SWE-VERIFIER-OUTPUT-9931", FIX / "swe_bench"),
 }
 

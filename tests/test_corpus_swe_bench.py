@@ -14,9 +14,9 @@ from gcpc.corpus.swe_bench import outcome_of, parse_traj, read_tasks
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = REPO / "tests" / "fixtures" / "swe_bench"
 CFG = {"name": "swe", "format": "swe-bench", "benchmark": "swe-bench-verified", "root": "tests/fixtures/swe_bench",
-       "tasks_file": "tests/fixtures/swe_bench/instances.jsonl",
-       "trials_dirs": ["tests/fixtures/swe_bench/trajectories/sweagent-demo"],
-       "reports_dirs": ["tests/fixtures/swe_bench/evaluation/sweagent-demo"]}
+       "tasks_file": "instances.jsonl",
+       "trials_dirs": ["trajectories/sweagent-demo"],
+       "reports_dirs": ["evaluation/sweagent-demo"]}
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,7 @@ TB1 = DATA / "terminal-bench-1" / "runs"
 VERIFIER = "TB1-VERIFIER-OUTPUT-7731"
 MINI = "20250825_swe-agent-mini_claude-4-sonnet"
 CFG = {"name": "tb1-fixture", "format": "terminal-bench-1", "root": "tests/fixtures/terminal_bench_1",
-       "trials_dirs": ["tests/fixtures/terminal_bench_1/runs"], "condition": "without_skills"}
+       "trials_dirs": ["runs"], "condition": "without_skills"}
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +50,7 @@ def test_fixture_tasks_from_results_json(fixture_result):
     assert sorted(tasks) == ["fix-perms", "hello-world"]
     hello = tasks["hello-world"]
     assert hello.instruction.startswith("Create a file called hello.txt")
-    assert [t.id for t in hello.tests] == ["test_hello_file_exists", "test_hello_file_content"]
+    assert [t.id for t in hello.tests] == ["test_hello_file_content", "test_hello_file_exists"]  # union, sorted
     assert hello.provenance["verifier_source"] == "absent" and hello.verifier_files == {}
     # the mangled key 'test_owner - AssertionError: ...' counts as test_owner
     assert [t.id for t in tasks["fix-perms"].tests] == ["test_mode", "test_owner"]
@@ -285,14 +285,60 @@ def test_real_tasks_from_results(runs):
     notes: list[str] = []
     tasks = {t.task_id: t for t in read_tasks(sc, [DATA / "terminal-bench-1"], notes)}
     assert len(tasks) == 80
-    assert [t.id for t in tasks["hello-world"].tests] == ["test_hello_file_exists", "test_hello_file_content"]
+    assert [t.id for t in tasks["hello-world"].tests] == ["test_hello_file_content", "test_hello_file_exists"]
     assert tasks["hello-world"].instruction.startswith("Create a file called hello.txt")
     assert all(t.provenance["verifier_source"] == "absent" for t in tasks.values())
     # get-bitcoin-nodes: skipped tests were reported as '[1] ../tests/test_outputs.py:48: ...' in 17 trials
     assert [t.id for t in tasks["get-bitcoin-nodes"].tests] == [
-        "test_service_process_running", "test_service_responding", "test_block_endpoint",
-        "test_transaction_endpoint", "test_error_handling"]
-    # swe-bench-astropy-1: tests that agents wrote are not verifier tests
-    assert "test_nested_compound_model_separability" not in {t.id for t in tasks["swe-bench-astropy-1"].tests}
-    assert any("swe-bench-astropy-1" in n and "test_nested_compound_model_separability" in n for n in notes)
+        "test_block_endpoint", "test_error_handling", "test_service_process_running", "test_service_responding",
+        "test_transaction_endpoint"]
+    assert any("get-bitcoin-nodes" in n and "not test names" in n and "../tests/test_outputs.py:48" in n for n in notes)
+    # swe-bench-astropy-1: tests that agents added to the repository's test file are reported by the
+    # verifier in a few trials; the union keeps them, and the notes list them with their trial counts
+    assert "test_nested_compound_model_separability" in {t.id for t in tasks["swe-bench-astropy-1"].tests}
+    assert any("swe-bench-astropy-1" in n and "possibly written by agents" in n
+               and "'test_nested_compound_model_separability' (7 trials)" in n for n in notes)
     assert json.loads(json.dumps(tasks["hello-world"].metadata))["runs"][0].startswith("2025")
+
+
+# --- a task's verifier view does not depend on which runs are loaded ----------------------------
+
+_UNION_INSTRUCTION = ("Write the greeting to /app/greeting.txt.\n\n"
+                      "Record the checksum of every input file in /app/checksums.txt.\n\n"
+                      "The permissions of /app/secret.key must stay unchanged.")
+
+
+def _tb1_run(runs_dir: Path, run: str, reported: list[list[str]]) -> None:
+    """One run folder; trial k reports the parser_results keys reported[k] (in that order)."""
+    n = len(reported)
+    for k, keys in enumerate(reported, 1):
+        trial = runs_dir / run / "greet" / f"greet.{k}-of-{n}"
+        trial.mkdir(parents=True)
+        (trial / "results.json").write_text(json.dumps({
+            "task_id": "greet", "trial_name": trial.name, "instruction": _UNION_INSTRUCTION, "is_resolved": False,
+            "parser_results": dict.fromkeys(keys, "passed")}), encoding="utf-8")
+
+
+def test_tb1_checklist_is_the_same_whichever_runs_are_loaded(tmp_path):
+    """Two sets of runs reporting the same test names in other orders and frequencies (one with a
+    mis-parsed key) give one verifier view and byte-identical checklists. The earlier majority rule
+    in first-reported order gave set B only the majority names, in another order."""
+    from gcpc.synthesis.generate import SynthesisSettings
+    from gcpc.synthesis.stage import synthesize_all
+
+    names = ["test_greeting_written", "test_checksums_recorded", "test_secret_permissions"]
+    set_a, set_b = tmp_path / "a" / "runs", tmp_path / "b" / "runs"
+    _tb1_run(set_a, "20250101_agent-a_model", [names, names, names])
+    _tb1_run(set_b, "20250102_agent-b_model", [list(reversed(names)), [names[1]], [names[1]]])
+    _tb1_run(set_b, "20250103_agent-c_model", [[names[1], "test_greeting_written - AssertionError: no file",
+                                                names[2]], [names[1]], ["../tests/test_outputs.py"]])
+    outs = []
+    for label, runs in (("a", set_a), ("b", set_b)):
+        (task,) = read_tasks(scan([runs], [runs.parent]), [runs.parent], [])
+        assert [t.id for t in task.tests] == sorted(names)
+        out = tmp_path / f"synth-{label}"
+        (cl,) = synthesize_all([task], {"provider": "heuristic", "model": "gcpc-heuristic-v1"},
+                               SynthesisSettings(prompts_dir=REPO / "prompts"), out, progress=False)
+        assert cl.status == "frozen" and any(i.test_refs for i in cl.items)  # the test ids reach the checklist
+        outs.append((out / "checklists.jsonl").read_bytes())
+    assert outs[0] == outs[1]

@@ -50,12 +50,12 @@ python3 -c "import pandas as pd, json; json.dump({'mean_price': pd.read_csv('/ro
 
 def item(**kw) -> GeneratedItem:
     base = dict(text="The mean price is saved to /root/out.json.", quote="Save the result to `/root/out.json`",
-                route="generated", test_refs=[], category="construction")
+                route="generated", test_refs=[])
     return GeneratedItem(**(base | kw))
 
 
-def failing(items, lo=1, hi=15):
-    return [(r.gate, r.item_index) for r in check_items(items, INSTRUCTION, TESTS, min_items=lo, max_items=hi) if not r.passed]
+def failing(items):
+    return [(r.gate, r.item_index) for r in check_items(items, INSTRUCTION, TESTS) if not r.passed]
 
 
 # --- quote_verbatim -------------------------------------------------------------------------
@@ -138,7 +138,9 @@ def test_verbatim_assert_line_is_rejected():
 def test_restatement_rule():
     # prose copied from the test's code (an assertion message) restates the test
     assert restates_test("mean price in the output file must match the reference mean price within tolerance", TESTS)
-    assert restates_test("The output file /root/out.json exists.", TESTS) is None
+    assert restates_test("The output file /root/out.json exists.", TESTS, instruction=INSTRUCTION) is None
+    # without the instruction, the path is a literal only the verifier states
+    assert "'/root/out.json'" in restates_test("The output file /root/out.json exists.", TESTS)
     # syntax that the instruction quote itself contains is quoted, not restated
     assert restates_test("Install `pkg==1.2`", TESTS, quote="Install `pkg==1.2`") is None
     # docstrings and comments paraphrase the instruction; sharing them is not restating code
@@ -156,37 +158,184 @@ def test_words_the_instruction_states_are_not_restatement():
     assert restates_test(other, TESTS, instruction="Compute the mean of `price`.") is not None
 
 
-# --- item_count and messages ----------------------------------------------------------------
+# --- nonempty and messages -----------------------------------------------------------------
 
 
-def test_count_gate():
+def test_item_count_is_observed_not_gated():
+    """Any number of items passes (the paper's SWE-bench transfer has a 3-item checklist); only none fails."""
     good = item()
-    assert failing([good] * 4, lo=4, hi=15) == []
-    assert failing([good] * 3, lo=4, hi=15) == [("item_count", None)]
-    assert failing([good] * 16, lo=4, hi=15) == [("item_count", None)]
-    assert failing([], lo=4, hi=15) == [("item_count", None)]
+    for n in (1, 3, 4, 15, 16, 40):
+        assert failing([good] * n) == [], n
+    assert failing([]) == [("nonempty", None)]
+    (empty,) = check_items([], INSTRUCTION, TESTS)
+    assert "no items" in empty.message and "never invent" in empty.message
 
 
 def test_every_rejection_names_the_gate_and_the_item():
     items = [item(), item(quote="Write everything to disk"), item(route="assertion", test_refs=["test_nope"]),
              item(text="assert out['mean_price'] == 12.5")]
-    results = check_items(items, INSTRUCTION, TESTS, min_items=5, max_items=15)
+    results = check_items(items, INSTRUCTION, TESTS) + check_items([], INSTRUCTION, TESTS)
     assert {r.gate for r in results} == set(GATES)
     rejected = [r for r in results if not r.passed]
     assert [(r.gate, r.item_index) for r in rejected] == [
-        ("quote_verbatim", 1), ("assertion_ref", 2), ("no_test_restatement", 3), ("item_count", None)]
+        ("quote_verbatim", 1), ("assertion_ref", 2), ("no_test_restatement", 3), ("nonempty", None)]
     for r in rejected:
         assert r.message.startswith(f"[{r.gate}] ")
         if r.item_index is not None:
             assert re.search(rf"\bitem {r.item_index} \(", r.message), r.message
             assert normalize_ws(items[r.item_index].quote)[:20] in r.message
         else:
-            assert "checklist: 4 items" in r.message
-    assert failed_gate_kinds(results, len(items), 5) == ["assertion_ref", "count_low", "no_test_restatement", "quote_verbatim"]
+            assert "checklist: no items" in r.message
+    assert failed_gate_kinds(results) == ["assertion_ref", "no_test_restatement", "nonempty", "quote_verbatim"]
 
 
 def test_gates_are_deterministic():
     items = [item(), item(quote="nope"), item(route="assertion", test_refs=["test_rows[a]"])]
-    first = check_items(items, INSTRUCTION, TESTS, min_items=1, max_items=15)
-    again = check_items(items, INSTRUCTION, TESTS, min_items=1, max_items=15)
+    first = check_items(items, INSTRUCTION, TESTS)
+    again = check_items(items, INSTRUCTION, TESTS)
     assert [r.model_dump() for r in first] == [r.model_dump() for r in again]
+
+
+# --- adversarial items against the whole verifier (issue 10, items 5 and 6) -----------------
+
+V_INSTRUCTION = """Compute the mean order value of `/data/orders.csv` and write it to `/out/mean.txt`.
+
+Write the number of distinct customers to `/out/customers.txt`.
+
+Produce `/out/report.json` summarising the orders by region.
+"""
+V_FILES = {
+    "test_outputs.py": '''import json
+
+import pytest
+
+EXPECTED_CUSTOMERS = 1487
+REPORT = "/out/report.json"
+
+
+@pytest.fixture
+def report():
+    return json.load(open(REPORT))
+
+
+def _read(path):
+    return open(path).read().strip()
+
+
+def test_mean():
+    assert abs(float(_read("/out/mean.txt")) - 52.75) < 0.01
+
+
+def test_customers():
+    assert int(_read("/out/customers.txt")) == EXPECTED_CUSTOMERS
+
+
+def test_regions(report):
+    assert set(report["by_region"]) == {"north", "south"}
+    assert report["currency"] == "EUR"
+''',
+    "conftest.py": 'SNAPSHOT = "/data/orders_2023.parquet"\n',
+    "test.sh": "#!/bin/bash\ncd /tests && pytest test_outputs.py -rA --timeout 600\n",
+}
+
+
+def _v_tests():
+    from gcpc.corpus.pytest_ast import collect_source
+
+    return collect_source(V_FILES["test_outputs.py"], "test_outputs.py")
+
+
+def _v_recheck(*items: GeneratedItem) -> list[str]:
+    """The gates through the task-level re-check, which hands them the task's whole verifier."""
+    from gcpc.corpus.models import Task
+    from gcpc.synthesis.models import Checklist, ChecklistItem, Provenance
+    from gcpc.synthesis.validate import recheck
+
+    task = Task(benchmark="b", task_id="orders", instruction=V_INSTRUCTION, tests=_v_tests(), verifier_files=V_FILES,
+                source_path="tasks/orders")
+    cl = Checklist(benchmark="b", task_id="orders", status="frozen", attempts=1, first_attempt_valid=True,
+                   provenance=Provenance(provider="p", model="m", prompt_hash="h", rules_hash="r"),
+                   items=[ChecklistItem(item_id=f"i{k:02d}", **it.model_dump()) for k, it in enumerate(items, 1)])
+    return recheck([task], [cl])[("b", "orders")]
+
+
+V_QUOTE_MEAN = "Compute the mean order value of `/data/orders.csv` and write it to `/out/mean.txt`."
+V_QUOTE_CUSTOMERS = "Write the number of distinct customers to `/out/customers.txt`."
+V_QUOTE_REPORT = "Produce `/out/report.json` summarising the orders by region."
+
+
+def test_items_stating_the_instruction_pass_against_the_whole_verifier():
+    items = [item(text="The mean order value of /data/orders.csv is written to `/out/mean.txt`.", quote=V_QUOTE_MEAN),
+             item(text="The number of distinct customers is written to `/out/customers.txt`.", quote=V_QUOTE_CUSTOMERS),
+             item(text="`/out/report.json` summarises the orders by region.", quote=V_QUOTE_REPORT)]
+    assert _v_recheck(*items) == []
+
+
+def test_expected_value_that_only_the_test_code_states_is_rejected():
+    """52.75 is in test_mean's body and nowhere in the instruction."""
+    leak = item(text="The mean order value written to `/out/mean.txt` is 52.75.", quote=V_QUOTE_MEAN)
+    (why,) = _v_recheck(leak)
+    assert why.startswith("[no_test_restatement] item 0 (") and "52.75" in why
+
+
+def test_paraphrased_assertion_is_rejected():
+    """No assert, no ==, no run of test words: the expected regions and currency, in prose."""
+    para = item(text="The report lists exactly the regions north and south, with its currency given as EUR.",
+                quote=V_QUOTE_REPORT)
+    (why,) = _v_recheck(para)
+    assert why.startswith("[no_test_restatement] item 0 (") and ("north" in why or "EUR" in why)
+    keyed = item(text="The report's by_region field covers every region.", quote=V_QUOTE_REPORT)
+    (why,) = _v_recheck(keyed)
+    assert "by_region" in why
+
+
+def test_module_level_constant_is_rejected():
+    """1487 is defined at module level (EXPECTED_CUSTOMERS), outside any test function's source."""
+    assert all("1487" not in t.source for t in _v_tests())  # the test bodies alone do not show it
+    const = item(text="`/out/customers.txt` holds the number of distinct customers, 1487.", quote=V_QUOTE_CUSTOMERS)
+    (why,) = _v_recheck(const)
+    assert "1487" in why
+
+
+def test_values_of_fixtures_helpers_and_test_sh_are_rejected():
+    conftest = item(text="The mean is computed from `/data/orders_2023.parquet`.", quote=V_QUOTE_MEAN)
+    assert "/data/orders_2023.parquet" in " ".join(_v_recheck(conftest))
+    script = item(text="The mean order value is written to `/out/mean.txt` within 600 seconds.", quote=V_QUOTE_MEAN)
+    assert "600" in " ".join(_v_recheck(script))
+
+
+def test_a_single_character_quote_is_rejected():
+    """'a' occurs verbatim in almost every instruction; it is no span of a requirement."""
+    for short in ("a", "C", "`/root/out.json`", "the mean"):
+        assert quote_in_instruction(short, INSTRUCTION)
+        assert failing([item(quote=short)]) == [("quote_verbatim", 0)], short
+    (why,) = [r.message for r in check_items([item(quote="a")], INSTRUCTION, TESTS) if not r.passed]
+    assert "at least 3 words" in why
+    assert failing([item(quote="Save the result")]) == []  # three words: a verb and its object
+
+
+def test_longest_shared_run_matches_a_brute_force_reference():
+    """The indexed search finds what checking every pair of spans finds (runs of RESTATE_MIN_RUN or more)."""
+    import random
+
+    from gcpc.synthesis.gates import RESTATE_MIN_RUN, _longest_shared_run
+
+    def brute(item, code, instruction_text):
+        best = 0
+        for i in range(len(item)):
+            for j in range(i + 1, len(item) + 1):
+                run = item[i:j]
+                joined = " ".join(run)
+                if len(run) > best and f" {joined} " in f" {' '.join(code)} " and (
+                        not instruction_text or f" {joined} " not in instruction_text):
+                    best = len(run)
+        return best if best >= RESTATE_MIN_RUN else 0
+
+    rng = random.Random(7)
+    for _ in range(300):
+        vocab = ["a", "b", "c"][: rng.randint(1, 3)]
+        code = [rng.choice(vocab) for _ in range(rng.randint(0, 40))]
+        item = code[rng.randint(0, 10):][: rng.randint(0, 25)] + [rng.choice(vocab) for _ in range(rng.randint(0, 6))]
+        instr = " " + " ".join(rng.choice(vocab) for _ in range(rng.randint(0, 12))) + " " if rng.random() < 0.5 else ""
+        got = _longest_shared_run(item, code, instr)
+        assert (got if got >= RESTATE_MIN_RUN else 0) == brute(item, code, instr), (item, code, instr)

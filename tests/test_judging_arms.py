@@ -95,9 +95,9 @@ CHECKLIST = Checklist(
     provenance=Provenance(provider="heuristic", model="gcpc-heuristic-v1", prompt_hash="p", rules_hash="r"),
     items=[
         ChecklistItem(item_id="i01", text="Save their sum to `/root/out/total.txt`", quote="Save their sum to `/root/out/total.txt`.",
-                      route="assertion", test_refs=["test_outputs.py::test_total_file"], category="construction"),
+                      route="assertion", test_refs=["test_outputs.py::test_total_file"]),
         ChecklistItem(item_id="i02", text="Print the `total_count` of numbers read", quote="Print the `total_count` of numbers read.",
-                      route="generated", category="construction"),
+                      route="generated"),
     ],
 ).with_hash()
 

@@ -17,7 +17,7 @@ from gcpc.llm.heuristic.synthesize import assign_category, cue_index, stem
 from gcpc.llm.store import CallStore
 from gcpc.synthesis.audit import AuditSettings, audit_tasks, coverage_markdown, run_audit
 from gcpc.synthesis.models import Checklist, ChecklistItem, Provenance
-from gcpc.synthesis.scheme import parse_scheme, read_generator_scheme, read_scheme
+from gcpc.synthesis.scheme import parse_scheme, read_scheme
 
 ROOT = Path(__file__).resolve().parents[1]
 PROMPTS = ROOT / "prompts"
@@ -41,16 +41,13 @@ def _defs(name: str) -> list[tuple[str, str]]:
 # --- the scheme files ---------------------------------------------------------------------
 
 
-def test_generator_scheme_is_the_five_categories():
-    scheme = read_generator_scheme(PROMPTS / "rules" / "categories.md")
+def test_full_scheme_is_the_five_categories_and_belongs_to_the_audit():
+    scheme = read_scheme(PROMPTS / "audit" / "schemes" / "full.md")
     assert scheme.names == ["comprehension", "acquisition", "computation", "construction", "validation"]
+    assert not (PROMPTS / "rules" / "categories.md").exists()  # not among the generator's rules
 
 
-def test_generator_scheme_must_name_the_five_categories(tmp_path):
-    bad = tmp_path / "categories.md"
-    bad.write_text("# x\n\n- **reading**: reading files.\n", encoding="utf-8")
-    with pytest.raises(ValueError, match="must define exactly"):
-        read_generator_scheme(bad)
+def test_scheme_files_are_checked():
     with pytest.raises(ValueError, match="no category definitions"):
         parse_scheme("just prose", source="x.md")
     with pytest.raises(ValueError, match="more than once"):
@@ -145,7 +142,7 @@ TASKS = [Task(benchmark="demo", task_id="report", instruction=INSTRUCTION, sourc
          Task(benchmark="demo", task_id="other", instruction="Bake nothing. Print `ok` to stdout and exit with status 0.",
               source_path="tasks/other")]
 CHECKLISTS = [_checklist("report", [ChecklistItem(item_id="i01", text="t", quote="Calculate the average order value per region.",
-                                                  route="generated", category="computation")]),
+                                                  route="generated")]),
               _checklist("other", [], status="failed")]
 
 
@@ -184,7 +181,7 @@ def test_audit_answers_outside_the_scheme_are_rejected_and_logged(tmp_path):
     client = LLMClient(WrongCategory(), CallStore(tmp_path / "calls.jsonl"), max_attempts=2, progress=False)
     try:
         audits = audit_tasks(TASKS[:1], CHECKLISTS, {"provider": "scripted", "model": "m"},
-                             AuditSettings(prompts_dir=PROMPTS, schemes=(("full", "rules/categories.md"),)), client)
+                             AuditSettings(prompts_dir=PROMPTS, schemes=(("full", "audit/schemes/full.md"),)), client)
     finally:
         client.store.close()
     assert len(audits) == 1 and not audits[0].ok and audits[0].requirements == []

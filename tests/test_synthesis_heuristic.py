@@ -6,16 +6,13 @@ from pathlib import Path
 
 from gcpc.llm.heuristic.synthesize import generate_checklist, instruction_units, requirement_units
 from gcpc.synthesis.gates import quote_in_instruction
-from gcpc.synthesis.scheme import read_generator_scheme
 
 ROOT = Path(__file__).resolve().parents[1]
-SCHEME = read_generator_scheme(ROOT / "prompts" / "rules" / "categories.md").as_input()
 
 
-def gen(instruction: str, tests=(), history=(), max_items: int = 15) -> list[dict]:
+def gen(instruction: str, tests=(), history=()) -> list[dict]:
     history = [list(h) for h in history]
-    inputs = {"instruction": instruction, "tests": list(tests), "limits": {"min_items": 4, "max_items": max_items},
-              "category_scheme": SCHEME, "previous_rejections": sorted({k for h in history for k in h}),
+    inputs = {"instruction": instruction, "tests": list(tests), "previous_rejections": sorted({k for h in history for k in h}),
               "rejection_history": history}
     return generate_checklist(inputs)["items"]
 
@@ -41,35 +38,27 @@ def test_fenced_json_keys_become_expected_fields_unless_restatement_was_rejected
     assert [i["quote"] for i in again] == [i["quote"] for i in first]
 
 
-INSTR_LOW = ("Train a model on `/data/train.csv`, and save it to `/app/model.bin`. "
-             "The final model must be smaller than 150MB but reach 0.62 accuracy on the held-out set, "
-             "with predictions written to `/app/pred.csv` and logs kept in `/app/train.log`.")
-
-
-def test_count_low_regeneration_splits_finer_each_time():
-    plain = gen(INSTR_LOW)
-    once = gen(INSTR_LOW, history=[["count_low"]])
-    twice = gen(INSTR_LOW, history=[["count_low"], ["count_low"]])
-    assert len(plain) == 2 < len(once) < len(twice)
-    assert [i["quote"] for i in once] == [
-        "Train a model on `/data/train.csv`", "save it to `/app/model.bin`.", "The final model must be smaller than 150MB",
-        "reach 0.62 accuracy on the held-out set, with predictions written to `/app/pred.csv` and logs kept in `/app/train.log`."]
-    for items in (plain, once, twice):
-        assert all(quote_in_instruction(i["quote"], INSTR_LOW) for i in items)
-
-
-def test_count_low_never_admits_context_without_cue_or_token():
-    instruction = "I was working on my site yesterday evening. Now everything seems gone and lost forever. Please restore the old page."
-    for history in ([], [["count_low"]], [["count_low"], ["count_low"]]):
-        assert [i["quote"] for i in gen(instruction, history=history)] == ["Please restore the old page."]
-
-
-def test_count_high_keeps_units_with_concrete_tokens_up_to_the_maximum():
+def test_the_count_is_whatever_the_instruction_states():
+    """No count target: two stated requirements give two items on every attempt, eleven give eleven,
+    none gives none (the gates then report the task; nothing is padded)."""
+    two = ("Train a model on `/data/train.csv`, and save it to `/app/model.bin`. "
+           "The final model must be smaller than 150MB but reach 0.62 accuracy on the held-out set.")
+    assert len(gen(two)) == 2
+    assert gen(two, history=[["nonempty"]]) == gen(two)
     lines = [f"- Write value number {n} to `/out/v{n}.txt` today." for n in range(10)] + ["- Keep the whole thing tidy and simple."]
-    instruction = "\n".join(lines)
-    assert len(gen(instruction)) == 11
-    capped = gen(instruction, history=[["count_high"]], max_items=5)
-    assert [i["quote"] for i in capped] == [line[2:] for line in lines[:5]]
+    assert len(gen("\n".join(lines))) == 11
+    context = "I was working on my site yesterday evening. Now everything seems gone and lost forever."
+    assert gen(context) == [] and gen(context, history=[["nonempty"], ["nonempty"]]) == []
+
+
+def test_a_request_carrying_a_category_scheme_is_refused():
+    import pytest
+
+    from gcpc.llm.base import ProviderError
+
+    with pytest.raises(ProviderError, match="must not see it"):
+        generate_checklist({"instruction": "Save the output to `/o.txt` now.", "tests": [],
+                            "category_scheme": [{"name": "construction", "definition": "writing files"}]})
 
 
 def test_routes():
@@ -84,11 +73,6 @@ def test_routes():
     assert items["The program must exit with status zero."]["route"] == "generated"
 
 
-def test_categories_follow_the_scheme_text():
-    instruction = "1. Parse the log file line by line.\n2. Compute the total size of all requests.\n"
-    assert [i["category"] for i in gen(instruction)] == ["acquisition", "computation"]
-    swapped = [{"name": c["name"], "definition": SCHEME[1]["definition"] if c["name"] == "computation" else
-                SCHEME[2]["definition"] if c["name"] == "acquisition" else c["definition"]} for c in SCHEME]
-    items = generate_checklist({"instruction": instruction, "tests": [], "limits": {"max_items": 15},
-                                "category_scheme": swapped, "previous_rejections": [], "rejection_history": []})["items"]
-    assert [i["category"] for i in items] == ["computation", "acquisition"]
+def test_items_carry_no_category():
+    items = gen("1. Parse the log file line by line.\n2. Compute the total size of all requests.\n")
+    assert len(items) == 2 and all(set(i) == {"text", "quote", "route", "test_refs"} for i in items)

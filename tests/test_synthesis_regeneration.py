@@ -24,13 +24,13 @@ CFG = {"provider": "scripted", "model": "script-1", "temperature": 0.0}
 GOOD = [
     {"text": "The total of the amount column of /root/sales.csv is computed.",
      "quote": "Read `/root/sales.csv` and compute the total of the `amount` column.", "route": "generated",
-     "test_refs": [], "category": "computation"},
+     "test_refs": []},
     {"text": "The rows whose region is north are counted.", "quote": "Count the rows whose `region` is \"north\".",
-     "route": "generated", "test_refs": [], "category": "computation"},
+     "route": "generated", "test_refs": []},
     {"text": "Both numbers are saved to /root/summary.json.", "quote": "Save both numbers to `/root/summary.json`.",
-     "route": "assertion", "test_refs": ["test_summary"], "category": "construction"},
+     "route": "assertion", "test_refs": ["test_summary"]},
     {"text": "/root/summary.json is valid JSON.", "quote": "The file must be valid JSON.", "route": "generated",
-     "test_refs": [], "category": "validation"},
+     "test_refs": []},
 ]
 ONE_CHAR_OFF = [dict(GOOD[0], quote="Read `/root/sales.csv` and compute the total of the `amount` colunm."), *GOOD[1:]]
 
@@ -88,7 +88,8 @@ def test_frozen_items_are_the_accepted_response_unchanged(tmp_path):
     frozen = [i.model_dump() for i in outcome.items]
     assert [i["item_id"] for i in frozen] == ["i01", "i02", "i03", "i04"]
     for f, g in zip(frozen, GOOD, strict=True):
-        assert (f["text"], f["quote"], f["route"], f["category"]) == (g["text"], g["quote"], g["route"], g["category"])
+        assert (f["text"], f["quote"], f["route"]) == (g["text"], g["quote"], g["route"])
+        assert "category" not in f
     # references are written out as the one full test id they resolve to, nothing else changes
     assert frozen[2]["test_refs"] == ["test_outputs.py::test_summary"]
 
@@ -103,14 +104,27 @@ def test_code_never_repairs_a_failing_item(tmp_path):
     assert [a.attempt for a in outcome.attempts] == [1, 2, 3]
 
 
-def test_count_and_reference_failures_are_regenerated(tmp_path):
-    too_few = GOOD[:3]
+def test_empty_and_reference_failures_are_regenerated(tmp_path):
     bad_ref = [*GOOD[:2], dict(GOOD[2], test_refs=["test_ghost"]), GOOD[3]]
-    outcome = run(tmp_path, Scripted(too_few, bad_ref, GOOD), max_regenerations=3)
-    assert outcome.items is not None
+    outcome = run(tmp_path, Scripted([], bad_ref, GOOD[:3]), max_regenerations=3)
+    assert outcome.items is not None and len(outcome.items) == 3  # three items: kept as they are, no count gate
     kinds = [a.previous_rejections for a in outcome.attempts]
-    assert kinds == [[], ["count_low"], ["assertion_ref", "count_low"]]
+    assert kinds == [[], ["nonempty"], ["assertion_ref", "nonempty"]]
     assert [(g.gate, g.item_index) for g in outcome.attempts[1].gate_results if not g.passed] == [("assertion_ref", 2)]
+
+
+def test_an_empty_checklist_is_reported_never_padded(tmp_path):
+    outcome = run(tmp_path, Scripted([]), max_regenerations=2)
+    assert outcome.items is None and len(outcome.attempts) == 2
+    assert outcome.failure.startswith("no items after 2 generation attempt(s)") and "never padded" in outcome.failure
+
+
+def test_a_category_in_the_response_is_a_schema_violation(tmp_path):
+    """The item schema has no category: a generator that answers with one is asked again, then fails."""
+    tagged = [dict(i, category="computation") for i in GOOD]
+    outcome = run(tmp_path, Scripted(tagged))
+    assert outcome.items is None and outcome.failure.startswith("no valid response after 2 call attempt(s)")
+    assert "category" in outcome.failure
 
 
 def test_invalid_output_is_a_reported_failure(tmp_path):
@@ -118,3 +132,22 @@ def test_invalid_output_is_a_reported_failure(tmp_path):
     assert outcome.items is None
     assert outcome.failure.startswith("no valid response after 2 call attempt(s)")
     assert outcome.attempts[0].raw_responses == ["this is not JSON", "this is not JSON"]
+
+
+def test_the_gates_read_the_whole_verifier_during_synthesis(tmp_path):
+    """A module constant of the verifier file (outside every test's source) rejects the item that carries it."""
+    files = {"test_outputs.py": "EXPECTED_TOTAL = 98765.5\n\n" + TESTS[0].source + "\n", "test.sh": "pytest -rA\n"}
+    leak = [dict(GOOD[0], text="The total of the amount column of /root/sales.csv is 98765.5."), *GOOD[1:]]
+    provider = Scripted(leak, GOOD)
+    client = LLMClient(provider, CallStore(tmp_path / "calls.jsonl"), max_attempts=2, progress=False)
+    try:
+        outcome = synthesize_checklist(INSTRUCTION, TESTS, client=client, llm_cfg=CFG, settings=SynthesisSettings(),
+                                       label=("demo", "sales"), verifier_files=files)
+    finally:
+        client.store.close()
+    first, second = outcome.attempts
+    (rejected,) = [g for g in first.gate_results if not g.passed]
+    assert rejected.gate == "no_test_restatement" and "'98765.5' (test_outputs.py)" in rejected.message
+    assert second.accepted and outcome.items is not None
+    # the files reach the gates, not the request: the first request shows the tests only
+    assert "98765.5" not in provider.requests[0].model_dump_json()

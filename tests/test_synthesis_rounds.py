@@ -13,7 +13,8 @@ LONG = """Summarise `/root/sales.csv`.
 4. The file must be valid JSON.
 5. Do not modify `/root/sales.csv`.
 """
-SHORT = "Fix the bug in `/app/main.py` so that `make test` passes."
+SHORT = "Fix the bug in `/app/main.py` so that `make test` passes."  # one item: frozen as it is
+EMPTY = "# Context\n\nThe repository was migrated last week."  # no stated requirement: regenerated, then reported
 TESTS = [VerifierTest(id="test_outputs.py::test_summary", file="test_outputs.py", name="test_summary",
                       source='def test_summary():\n    assert json.load(open("/root/summary.json"))["total_amount"]')]
 
@@ -28,11 +29,12 @@ def test_one_run_per_round_with_every_pending_task(tmp_path):
         return original(requests, *args, **kwargs)
 
     client.run = counting_run  # type: ignore[method-assign]
-    jobs = [(LONG, TESTS, ("demo", "long")), (SHORT, [], ("demo", "short")), (LONG, TESTS, ("demo", "long-2"))]
+    jobs = [(LONG, TESTS, ("demo", "long")), (EMPTY, [], ("demo", "empty")), (SHORT, [], ("demo", "short")),
+            (LONG, TESTS, ("demo", "long-2"))]
     outcomes = synthesize_checklists(jobs, client=client, llm_cfg=HEURISTIC, settings=SynthesisSettings())
-    assert batches[0] == 3
-    assert batches[1:] == [1] * (len(batches) - 1)  # only the short task is regenerated
-    assert outcomes[0].items and outcomes[2].items and outcomes[1].items is None
+    assert batches[0] == 4
+    assert batches[1:] == [1] * (len(batches) - 1)  # only the empty task is regenerated
+    assert outcomes[0].items and outcomes[3].items and len(outcomes[2].items) == 1 and outcomes[1].items is None
     assert len(outcomes[1].attempts) == len(batches) and outcomes[1].failure
 
 

@@ -34,8 +34,10 @@ TASKS = [
 4. The file must be valid JSON.
 """, [VerifierTest(id="test_outputs.py::test_summary", file="test_outputs.py", name="test_summary",
                    source='def test_summary():\n    assert json.load(open("/root/summary.json"))["north_rows"] == 3')]),
-    # states only two requirements: fails the count gate after every regeneration, honestly
+    # states only two requirements: keeps its two-item checklist (item count is observed, not gated)
     _task("tiny", "Create `/app/hello.txt` containing `hi`. Do not install anything.", []),
+    # states no requirement at all: an empty checklist, unusable, reported and never padded
+    _task("blank", "# Notes\n\nBackground only.", []),
     _task("config", """Configure the web service.
 
 - Set `port` to 8080 in `/etc/app/config.yaml`.
@@ -75,9 +77,11 @@ def test_rerun_makes_no_call_and_is_byte_identical(tmp_path, count_calls):
     assert _bytes(out) == before
     assert [c.checklist_hash for c in first] == [c.checklist_hash for c in second]
     statuses = {c.task_id: c.status for c in first}
-    assert statuses == {"config": "frozen", "sales": "frozen", "tiny": "failed"}
+    assert statuses == {"blank": "failed", "config": "frozen", "sales": "frozen", "tiny": "frozen"}
     tiny = next(c for c in first if c.task_id == "tiny")
-    assert tiny.items == [] and "[item_count]" in tiny.failure and tiny.attempts == 3
+    assert len(tiny.items) == 2 and tiny.attempts == 1
+    blank = next(c for c in first if c.task_id == "blank")
+    assert blank.items == [] and blank.failure.startswith("no items after 3 generation attempt(s)") and blank.attempts == 3
 
 
 def test_frozen_checklists_carry_provenance_and_hash(tmp_path):
@@ -92,7 +96,8 @@ def test_frozen_checklists_carry_provenance_and_hash(tmp_path):
     assert sales.provenance.request_key
     assert sales.checklist_hash == sales.with_hash().checklist_hash != ""
     for item in sales.items:
-        assert item.item_id and item.text and item.quote and item.route and item.category
+        assert item.item_id and item.text and item.quote and item.route
+        assert "category" not in item.model_dump()  # categories are the audit's, never the generator's
     assert any(i.route == "assertion" and i.test_refs == ["test_outputs.py::test_summary"] for i in sales.items)
 
 
@@ -128,13 +133,14 @@ def test_dvc_synthesize_stage_declares_every_file_the_template_loads():
     params = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
     settings = SynthesisSettings.from_params(params.get("synthesis", {}))
     files = [ROOT / p for p in settings.template_files()]
-    assert len(files) == 4 and all(f.is_file() for f in files)
+    assert len(files) == 3 and all(f.is_file() for f in files)
+    assert not any("categor" in f.name or "schemes" in f.parts for f in files)  # the scheme does not reach synthesis
     stage = _stage("synthesize")
     missing = [f.relative_to(ROOT).as_posix() for f in files if not _covered(f, stage["deps"])]
     assert not missing, f"dvc.yaml synthesize stage does not declare {missing}"
     declared = set(stage["params"])
     assert "generator" in declared
-    needed = {"synthesis.prompts_dir", "synthesis.min_items", "synthesis.max_items", "synthesis.max_regenerations"}
+    needed = {"synthesis.prompts_dir", "synthesis.max_regenerations"}
     assert "synthesis" in declared or needed <= declared, f"synthesize stage params miss {needed - declared}"
 
 
@@ -157,9 +163,10 @@ def test_dvc_audit_stage_declares_its_prompts():
 
 
 def test_settings_from_params_validate_the_limits():
-    s = SynthesisSettings.from_params({"min_items": 4, "max_items": 15, "max_regenerations": 3})
-    assert (s.min_items, s.max_items, s.max_regenerations) == (4, 15, 3)
-    with pytest.raises(ValueError, match="min_items"):
-        SynthesisSettings.from_params({"min_items": 9, "max_items": 4})
+    s = SynthesisSettings.from_params({"max_regenerations": 3})
+    assert s.max_regenerations == 3
+    # the former item-count limits are gone; a config that still sets one is told so, not ignored
+    with pytest.raises(ValueError, match="synthesis.min_items, synthesis.max_items no longer exist"):
+        SynthesisSettings.from_params({"min_items": 4, "max_items": 15})
     with pytest.raises(ValueError, match="max_regenerations"):
         SynthesisSettings.from_params({"max_regenerations": 0})

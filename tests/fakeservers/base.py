@@ -74,8 +74,7 @@ def default_responder(ctx: Ctx) -> str:
         return json.dumps({"verdicts": verdicts})
     if ctx.schema_name == "GeneratedChecklist":
         sentence = (ctx.user.strip().split(".")[0] or "do the task").strip()
-        return json.dumps({"items": [{"text": sentence, "quote": sentence, "route": "judge", "test_refs": [],
-                                      "category": "construction"}]})
+        return json.dumps({"items": [{"text": sentence, "quote": sentence, "route": "judge", "test_refs": []}]})
     return "{}"
 
 

@@ -272,12 +272,12 @@ def _swe(root: Path, outside: Path) -> None:
                             "reports/traj-not-json/report.json", "noted"))
 
 
-CONFIGS = {
-    "harbor": {"name": "harbor-variants", "benchmark": "skillsbench", "root": "harbor", "tasks_dir": "harbor/tasks",
-               "trials_dirs": ["harbor/jobs"]},
-    "tb1": {"name": "tb1-variants", "format": "terminal-bench-1", "root": "tb1", "trials_dirs": ["tb1/runs"]},
-    "swe": {"name": "swe-variants", "format": "swe-bench", "root": "swe", "tasks_file": "swe/instances.jsonl",
-            "trials_dirs": ["swe/trajectories/run"], "reports_dirs": ["swe/reports"]},
+CONFIGS = {  # paths other than `root` resolve against `root` (gcpc.corpus.ingest.corpus_root_of)
+    "harbor": {"name": "harbor-variants", "benchmark": "skillsbench", "root": "harbor", "tasks_dir": "tasks",
+               "trials_dirs": ["jobs"]},
+    "tb1": {"name": "tb1-variants", "format": "terminal-bench-1", "root": "tb1", "trials_dirs": ["runs"]},
+    "swe": {"name": "swe-variants", "format": "swe-bench", "root": "swe", "tasks_file": "instances.jsonl",
+            "trials_dirs": ["trajectories/run"], "reports_dirs": ["reports"]},
 }
 """Corpus configs for `gcpc.corpus.ingest.ingest(cfg, DEST)`."""
 

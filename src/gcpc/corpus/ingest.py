@@ -122,24 +122,51 @@ def _read_harbor(cfg: dict[str, Any], root: Path, roots: list[Path]) -> tuple[li
     return tasks, trajectories, exclusions, notes
 
 
-def corpus_boundary(cfg: dict[str, Any], root: Path) -> list[Path]:
-    """What a corpus may read: its `root` (else the ingest root) and the folders and files its config names."""
-    named: list[Path] = [root / cfg["root"]] if cfg.get("root") else [root]
-    for key in ("tasks_dir", "tasks_file", "trials_dirs", "reports_dirs"):
+PATH_KEYS = ("tasks_dir", "tasks_file", "trials_dirs", "reports_dirs")
+"""Keys of a corpus config that name files or folders; each resolves against the corpus root."""
+
+
+def corpus_root_of(corpus_cfg: dict[str, Any], root: Path) -> Path:
+    """The folder every path of a corpus config resolves against, checked to exist along with each path.
+
+    `root` of the config is relative to the repository root (or absolute); without one the
+    repository root is the corpus root. A missing folder is an error naming the folder searched:
+    a config whose paths are wrong must not fall back to reading something else.
+    """
+    name = corpus_cfg.get("name") or corpus_cfg.get("benchmark") or "?"
+    corpus_root = Path(root) / corpus_cfg["root"] if corpus_cfg.get("root") else Path(root)
+    if not corpus_root.is_dir():
+        raise FileNotFoundError(f"corpus config {name!r}: root folder {corpus_root} not found "
+                                f"(root {corpus_cfg.get('root')!r}, resolved against {Path(root)})")
+    for key in PATH_KEYS:
+        value = corpus_cfg.get(key)
+        for rel in ([value] if isinstance(value, str) else list(value or [])):
+            path = corpus_root / rel
+            if not path.exists():
+                raise FileNotFoundError(f"corpus config {name!r}: {key} entry {rel!r} not found: looked for {path} "
+                                        f"(paths of a corpus config resolve against its root {corpus_root})")
+    return corpus_root
+
+
+def corpus_boundary(cfg: dict[str, Any], corpus_root: Path) -> list[Path]:
+    """What a corpus may read: its root and the folders and files its config names (all relative to that root)."""
+    named: list[Path] = [corpus_root]
+    for key in PATH_KEYS:
         value = cfg.get(key) or []
-        named += [root / v for v in ([value] if isinstance(value, str) else value) if isinstance(v, str)]
+        named += [corpus_root / v for v in ([value] if isinstance(value, str) else value) if isinstance(v, str)]
     return named
 
 
 def ingest(corpus_cfg: dict[str, Any], root: Path) -> IngestResult:
-    """Read one corpus: {name, benchmark, tasks_dir, trials_dirs[, root][, format]}; dirs relative to `root`.
+    """Read one corpus: {name, benchmark, tasks_dir, trials_dirs[, root][, format]}; paths relative to its root.
 
     `format` selects the reader: `harbor` (default; Harbor task and trial folders, also a
     tasks-only corpus without `trials_dirs`), `terminal-bench-1` (`trials_dirs` are folders of
     leaderboard runs) or `swe-bench` (`tasks_file` with SWE-bench instances, `trials_dirs` with
     SWE-agent `.traj` files, optional `reports_dirs` with evaluation reports).
-    Recorded paths are relative to the corpus root (`root/<corpus_cfg.root>` when given,
-    else `root`), or to `root` for files outside it.
+    Every path of the config (`tasks_dir`, `tasks_file`, `trials_dirs`, `reports_dirs`) resolves
+    against the corpus root (`root/<corpus_cfg.root>` when given, else `root`), and recorded paths
+    are relative to it (or to `root` for files outside it).
     """
     root = Path(root)
     fmt = str(corpus_cfg.get("format") or "harbor")
@@ -156,9 +183,10 @@ def ingest(corpus_cfg: dict[str, Any], root: Path) -> IngestResult:
         read_corpus = _read_harbor
     benchmark = str(_required(corpus_cfg, "benchmark"))
     name = str(corpus_cfg.get("name") or benchmark)
-    roots = [root / corpus_cfg["root"], root] if corpus_cfg.get("root") else [root]
-    with confined(corpus_boundary(corpus_cfg, root)):
-        tasks, trajectories, exclusions, notes = read_corpus(corpus_cfg, root, roots)
+    corpus_root = corpus_root_of(corpus_cfg, root)
+    roots = [corpus_root, root] if corpus_root != root else [root]
+    with confined(corpus_boundary(corpus_cfg, corpus_root)):
+        tasks, trajectories, exclusions, notes = read_corpus(corpus_cfg, corpus_root, roots)
     trajectories, duplicates = dedupe(trajectories)
     return IngestResult(
         corpora=[name],

@@ -9,8 +9,8 @@ Task folders are the folders holding an `instruction.md`; trial folders are reco
 ingest stage recognises them (gcpc.corpus.harbor.is_trial_folder), and `trials_dirs` lists the
 folders directly above them (the job folders). Every required key (gcpc.experiment.DATA_KEYS_DOC)
 is written and checked; the file is refused when PATH holds no task, and an existing config is
-never overwritten without --force. Paths are written relative to the repository root, as the
-stages read them.
+never overwritten without --force. `root` is written relative to the repository root, the other
+paths relative to `root`, as the ingest stage resolves them.
 """
 
 from __future__ import annotations
@@ -66,8 +66,9 @@ def build_config(name: str, path: Path, *, benchmark: str | None = None, tasks_d
         "name": name,
         "root": _rel(path, repo),
         "benchmark": benchmark or name,
-        "tasks_dir": _rel(tasks_dir, repo),
-        "trials_dirs": [_rel(d, repo) for d in trials_dirs],
+        # every other path of a data config resolves against its root (gcpc.corpus.ingest.corpus_root_of)
+        "tasks_dir": _rel(tasks_dir, path),
+        "trials_dirs": [_rel(d, path) for d in trials_dirs],
     }
     check_data(cfg, where=f"conf/data/{name}.yaml")
     return cfg | {"_found": {"tasks": n_tasks, "trials": n_trials}}

@@ -10,11 +10,17 @@ the run folder when there is no batch level).
 
 Tasks: the 80 task definitions are not in the data. A task's instruction is the `instruction`
 field of the per-trial `results.json` (identical for a task across runs); its test ids are the
-keys of `parser_results`. Those keys are the verifier's pytest test names, but some trials also
-report tests the agent wrote (in the repository's own test files), or mangled keys from a failed
-parse (`test_x - AssertionError: ...`, `../tests/test_outputs.py`). So a task's test ids are the
-keys reported by more than half of the trials whose keys are all test names (after cutting a
-` - message` suffix), in first-reported order; every other key is listed in the notes. The verifier's source is absent, and `Task.provenance` says so.
+keys of `parser_results`. A task's test ids are the union, over every trial of every run loaded,
+of the keys that are pytest test names (after cutting the ` - message` suffix of a mis-parsed
+failure line, `test_x - AssertionError: ...` -> `test_x`), sorted by name. The union and the
+sort make a task's verifier view (and so its checklist) independent of which runs are loaded and
+in which order, as long as the loaded runs report the same names; a rule counting trials (a
+majority) would not be. Keys that are not test names (`../tests/test_outputs.py`, `[1] ...:48:
+...` lines of skipped tests) are parse artefacts, left out and listed in the notes. In tasks whose
+verifier runs a repository's own test files (the swe-bench-* tasks), agents sometimes add tests
+to those files and the harness reports them too: they are kept (the verifier did run them), and
+every test name reported by at most half of the trials with per-test results is listed in the
+notes. The verifier's source is absent, and `Task.provenance` says so.
 
 Trials: the official outcome is `is_resolved` (true PASS, false FAIL, null: no verdict, kept as
 'other' with the reason). The agent log is `sessions/agent.log` when present (complete), else
@@ -205,9 +211,7 @@ def read_tasks(sc: Scan, root: Sequence[Path], notes: list[str]) -> list[Task]:
     """One Task per task id seen in any results.json (per trial, or listed in a run-level one)."""
     instructions: dict[str, Counter[str]] = defaultdict(Counter)
     first_source: dict[str, str] = {}
-    complete: dict[str, Counter[str]] = defaultdict(Counter)  # key -> trials (whose keys are all test names) reporting it
-    n_complete: Counter[str] = Counter()
-    key_counts: dict[str, Counter[str]] = defaultdict(Counter)
+    key_counts: dict[str, Counter[str]] = defaultdict(Counter)  # key -> trials reporting it
     n_reporting: Counter[str] = Counter()
     runs: dict[str, set[str]] = defaultdict(set)
 
@@ -222,11 +226,7 @@ def read_tasks(sc: Scan, root: Sequence[Path], notes: list[str]) -> list[Task]:
         pr = entry.get("parser_results")
         if per_trial and isinstance(pr, dict) and pr:
             n_reporting[task_id] += 1
-            keys = tuple(dict.fromkeys(normalize_test_key(str(k)) for k in pr))
-            key_counts[task_id].update(keys)
-            if all(TEST_NAME.match(k) for k in keys):
-                n_complete[task_id] += 1
-                complete[task_id].update(keys)
+            key_counts[task_id].update(set(normalize_test_key(str(k)) for k in pr))
 
     for tf in sc.trials:
         if tf.result is not None:
@@ -242,19 +242,19 @@ def read_tasks(sc: Scan, root: Sequence[Path], notes: list[str]) -> list[Task]:
         if len(variants) > 1:
             notes.append(f"{BENCHMARK} task {task_id}: {len(variants)} different instructions in results.json; "
                          f"the most frequent ({n_same} of {sum(variants.values())}) is used")
-        if n_complete[task_id]:
-            n = n_complete[task_id]
-            chosen = tuple(k for k, c in complete[task_id].items() if 2 * c > n)
-            rule = (f"keys reported by more than half of the {n} trials whose parser_results keys are all test "
-                    f"names ({n_reporting[task_id]} trials have per-test results)")
-        else:
-            chosen = tuple(k for k in key_counts[task_id] if TEST_NAME.match(k))
-            rule = "the test-name keys of parser_results over all trials (no trial reported only test names)"
+        chosen = tuple(sorted(k for k in key_counts[task_id] if TEST_NAME.match(k)))
+        rule = "the union of the test-name keys of parser_results over all trials loaded, sorted by name"
         others = {k: c for k, c in sorted(key_counts[task_id].items()) if k not in chosen}
         if others:
             listed = "; ".join(f"{k!r} ({c} trials)" for k, c in others.items())
             notes.append(f"{BENCHMARK} task {task_id}: parser_results keys not taken as verifier tests "
-                         f"(agent-written tests or parse artefacts): {listed}")
+                         f"(not test names: parse artefacts): {listed}")
+        rare = {k: key_counts[task_id][k] for k in chosen if 2 * key_counts[task_id][k] <= n_reporting[task_id]}
+        if rare:
+            listed = "; ".join(f"{k!r} ({c} trials)" for k, c in rare.items())
+            notes.append(f"{BENCHMARK} task {task_id}: test names reported by at most half of the "
+                         f"{n_reporting[task_id]} trials with per-test results, kept as verifier tests by the union "
+                         f"rule (possibly written by agents): {listed}")
         tests = [VerifierTest(id=k, file="", name=k.split("[", 1)[0], cls=None, source="") for k in chosen]
         tasks.append(Task(
             benchmark=BENCHMARK,

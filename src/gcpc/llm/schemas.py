@@ -7,7 +7,6 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 Route = Literal["assertion", "generated", "judge"]
-Category = Literal["comprehension", "acquisition", "computation", "construction", "validation"]
 Label = Literal["Yes", "No", "Abstain"]
 
 
@@ -15,12 +14,13 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+# No category field: the scheme does not guide synthesis (paper §3.2); the category audit assigns
+# categories afterwards. (A comment, not a docstring: docstrings become schema text the generator sees.)
 class GeneratedItem(Strict):
     text: str = Field(description="one self-contained requirement, stated as something the trajectory should achieve")
     quote: str = Field(description="verbatim span of the task instruction this item comes from")
     route: Route
     test_refs: list[str] = Field(default_factory=list, description="verifier test ids (assertion route)")
-    category: Category
 
 
 class GeneratedChecklist(Strict):

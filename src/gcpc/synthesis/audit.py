@@ -38,12 +38,13 @@ from gcpc.synthesis.scheme import CategoryScheme, read_scheme
 
 AUDIT_TEMPLATE = "audit/audit.jinja"
 DEFAULT_SCHEMES = {
-    "full": "rules/categories.md",
+    "full": "audit/schemes/full.md",
     "reduced": "audit/schemes/reduced.md",
     "irrelevant": "audit/schemes/irrelevant.md",
     "permuted": "audit/schemes/permuted.md",
 }
-"""Scheme name -> file under prompts_dir. 'full' is the generator's own scheme and the reference."""
+"""Scheme name -> file under prompts_dir. 'full' is the paper's five-category scheme and the reference;
+synthesis never sees any of them (categories are assigned here only)."""
 
 
 @dataclass(frozen=True)

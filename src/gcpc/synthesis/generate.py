@@ -1,9 +1,12 @@
 """Checklist synthesis: instruction + verifier in, gated and frozen checklist out.
 
 The generator sees the task instruction and the verifier tests and nothing else; no trajectory,
-outcome or reference solution can reach `synthesize_checklist` (its signature admits none). The
-rules it follows are files (prompts/rules/*.md) rendered into the generator template
-(prompts/synthesis/generator.jinja); their hashes are recorded with every frozen checklist.
+outcome or reference solution can reach `synthesize_checklist` (its signature admits none), and
+neither does the category scheme (paper §3.2: the scheme "does not guide checklist synthesis";
+categories are assigned by the category audit only). The rules it follows are files
+(prompts/rules/*.md) rendered into the generator template (prompts/synthesis/generator.jinja);
+their hashes are recorded with every frozen checklist. The number of items is the generator's
+observation of how many requirements the instruction states, never a target.
 
 Regeneration: a response with any failing gate is rejected and the task regenerated, up to
 `max_regenerations` generation attempts in all. Each new request carries every earlier rejection
@@ -15,7 +18,7 @@ they unambiguously resolve to).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,34 +30,32 @@ from gcpc.llm.prompts import PromptTemplate
 from gcpc.llm.schemas import GeneratedChecklist
 from gcpc.synthesis.gates import GateResult, check_items, failed_gate_kinds, resolve_test_ref
 from gcpc.synthesis.models import ChecklistItem, Provenance, SynthesisAttempt
-from gcpc.synthesis.scheme import CategoryScheme, read_generator_scheme
 
 RULE_FILES = {
     "item_contract": "item_contract.md",
     "provenance": "provenance.md",
-    "categories": "categories.md",
 }
+"""The generator's rules. The category scheme is not among them: it is the audit's (prompts/audit/schemes/)."""
 GENERATOR_TEMPLATE = "synthesis/generator.jinja"
+REMOVED_KEYS = ("min_items", "max_items")
+"""Former item-count limits: the count is observed, not enforced, so a config that still sets them is an error."""
 
 
 @dataclass(frozen=True)
 class SynthesisSettings:
-    min_items: int = 4
-    max_items: int = 15
     max_regenerations: int = 3
     prompts_dir: Path = Path("prompts")
 
     @classmethod
     def from_params(cls, cfg: dict[str, Any]) -> SynthesisSettings:
+        removed = [k for k in REMOVED_KEYS if k in cfg]
+        if removed:
+            raise ValueError(f"params.yaml: synthesis.{', synthesis.'.join(removed)} no longer exist: the number of "
+                             "items is an observation reported by the validate stage, not a gate (remove the key)")
         settings = cls(
-            min_items=int(cfg.get("min_items", 4)),
-            max_items=int(cfg.get("max_items", 15)),
             max_regenerations=int(cfg.get("max_regenerations", 3)),
             prompts_dir=Path(cfg.get("prompts_dir", "prompts")),
         )
-        if not 1 <= settings.min_items <= settings.max_items:
-            raise ValueError(f"params.yaml: synthesis.min_items ({settings.min_items}) and max_items "
-                             f"({settings.max_items}) must satisfy 1 <= min_items <= max_items")
         if settings.max_regenerations < 1:
             raise ValueError("params.yaml: synthesis.max_regenerations must be >= 1 (it counts generation attempts)")
         return settings
@@ -68,9 +69,6 @@ class SynthesisSettings:
 
     def template(self) -> PromptTemplate:
         return PromptTemplate(self.prompts_dir / GENERATOR_TEMPLATE, self.rule_paths())
-
-    def category_scheme(self) -> CategoryScheme:
-        return read_generator_scheme(self.rule_paths()["categories"])
 
     def rules_hash(self) -> str:
         texts = [(self.prompts_dir / "rules" / f).read_text(encoding="utf-8") for f in sorted(RULE_FILES.values())]
@@ -92,14 +90,11 @@ def build_request(
     llm_cfg: dict[str, Any],
     settings: SynthesisSettings,
     template: PromptTemplate,
-    scheme: CategoryScheme | None = None,
     history: Sequence[Sequence[GateResult]] = (),
     history_kinds: Sequence[Sequence[str]] = (),
 ) -> LLMRequest:
     """The generation request; `history` holds the gate results of every earlier rejected attempt."""
-    scheme = scheme or settings.category_scheme()
     test_view = [{"id": t.id, "source": t.source} for t in tests]
-    limits = {"min_items": settings.min_items, "max_items": settings.max_items}
     rounds = [[g.message for g in gates if not g.passed] for gates in history]
     kinds = [list(k) for k in history_kinds]
     union = sorted({k for ks in kinds for k in ks})
@@ -109,7 +104,6 @@ def build_request(
         tests=test_view,
         previous_rejections=union,
         rejection_rounds=rounds,
-        **limits,
     )
     provider, model = request_identity(llm_cfg)
     return LLMRequest(
@@ -121,8 +115,7 @@ def build_request(
         json_schema=GeneratedChecklist.model_json_schema(),
         sampling=sampling_params(llm_cfg),
         template_hash=template.hash,
-        inputs={"instruction": instruction, "tests": test_view, "limits": limits,
-                "category_scheme": scheme.as_input(), "previous_rejections": union, "rejection_history": kinds},
+        inputs={"instruction": instruction, "tests": test_view, "previous_rejections": union, "rejection_history": kinds},
     )
 
 
@@ -134,9 +127,13 @@ def synthesize_checklist(
     llm_cfg: dict[str, Any],
     settings: SynthesisSettings,
     label: tuple[str, str] = ("", ""),
+    verifier_files: Mapping[str, str] | None = None,
 ) -> SynthesisOutcome:
-    """Generate, gate, and regenerate until every gate passes or the attempt budget is spent."""
-    return synthesize_checklists([(instruction, tests, label)], client=client, llm_cfg=llm_cfg, settings=settings)[0]
+    """Generate, gate, and regenerate until every gate passes or the attempt budget is spent.
+
+    `verifier_files` (the task's whole verifier) is read by the restatement gate only."""
+    return synthesize_checklists([(instruction, tests, label, verifier_files or {})], client=client, llm_cfg=llm_cfg,
+                                 settings=settings)[0]
 
 
 @dataclass
@@ -145,13 +142,15 @@ class _Job:
     tests: Sequence[VerifierTest]
     label: tuple[str, str]
     outcome: SynthesisOutcome
+    verifier_files: Mapping[str, str] = field(default_factory=dict)
     history: list[list[GateResult]] = field(default_factory=list)
     history_kinds: list[list[str]] = field(default_factory=list)
     done: bool = False
 
 
 def synthesize_checklists(
-    jobs: Sequence[tuple[str, Sequence[VerifierTest], tuple[str, str]]],
+    jobs: Sequence[tuple[str, Sequence[VerifierTest], tuple[str, str]]
+                   | tuple[str, Sequence[VerifierTest], tuple[str, str], Mapping[str, str]]],
     *,
     client: LLMClient,
     llm_cfg: dict[str, Any],
@@ -160,25 +159,30 @@ def synthesize_checklists(
     """Synthesize many tasks in rounds: each round sends every pending task's request through one
     `client.run`, so calls run concurrently (or as one Batch API submission); tasks whose checklist
     failed a gate go on to the next round with their rejection history. Each job is
-    (instruction, verifier tests, (benchmark, task_id)) and nothing else."""
+    (instruction, verifier tests, (benchmark, task_id)[, verifier files]) and nothing else; the
+    verifier files reach the gates, not the request."""
     template = settings.template()
-    scheme = settings.category_scheme()
     provider, model = request_identity(llm_cfg)
     provenance = Provenance(provider=provider, model=model, prompt_hash=template.hash, rules_hash=settings.rules_hash())
-    state = [_Job(instr, tests, label, SynthesisOutcome(items=None, provenance=provenance)) for instr, tests, label in jobs]
+    state = [_Job(job[0], job[1], job[2], SynthesisOutcome(items=None, provenance=provenance),
+                  dict(job[3]) if len(job) > 3 else {}) for job in jobs]
     for attempt in range(1, settings.max_regenerations + 1):
         pending = [j for j in state if not j.done]
         if not pending:
             break
         requests = [build_request(j.instruction, j.tests, llm_cfg=llm_cfg, settings=settings, template=template,
-                                  scheme=scheme, history=j.history, history_kinds=j.history_kinds) for j in pending]
+                                  history=j.history, history_kinds=j.history_kinds) for j in pending]
         results = client.run(requests, GeneratedChecklist, desc=f"synthesize (attempt {attempt})")
         for job, result in zip(pending, results, strict=True):
             _record_attempt(job, result, attempt, client, template.hash, provenance, settings)
     for job in state:
         if not job.done:
-            failed = [g.message for g in job.history[-1] if not g.passed]
-            shown = "; ".join(failed[:3]) + (f"; and {len(failed) - 3} more" if len(failed) > 3 else "")
+            failed = [g for g in job.history[-1] if not g.passed]
+            if [g.gate for g in failed] == ["nonempty"]:
+                job.outcome.failure = (f"no items after {settings.max_regenerations} generation attempt(s): the generator "
+                                       "found no stated requirement (a zero-item checklist is unusable; it is never padded)")
+                continue
+            shown = "; ".join(g.message for g in failed[:3]) + (f"; and {len(failed) - 3} more" if len(failed) > 3 else "")
             job.outcome.failure = (f"gates still failing after {settings.max_regenerations} generation attempt(s) "
                                    f"({', '.join(sorted({k for ks in job.history_kinds for k in ks}))}); last attempt: {shown}")
     return [j.outcome for j in state]
@@ -192,7 +196,7 @@ def _record_attempt(job: _Job, result: Any, attempt: int, client: LLMClient, pro
     parsed: GeneratedChecklist | None = None
     if result.ok and result.parsed is not None:
         parsed = GeneratedChecklist.model_validate(result.parsed)
-        gates = check_items(parsed.items, job.instruction, job.tests, min_items=settings.min_items, max_items=settings.max_items)
+        gates = check_items(parsed.items, job.instruction, job.tests, job.verifier_files)
     accepted = parsed is not None and all(g.passed for g in gates)
     previous = sorted({k for ks in job.history_kinds for k in ks})
     job.outcome.attempts.append(SynthesisAttempt(
@@ -203,7 +207,7 @@ def _record_attempt(job: _Job, result: Any, attempt: int, client: LLMClient, pro
     if accepted and parsed is not None:
         job.outcome.items = [
             ChecklistItem(item_id=f"i{i:02d}", text=it.text, quote=it.quote, route=it.route,
-                          test_refs=[resolve_test_ref(r, job.tests) or r for r in it.test_refs], category=it.category)
+                          test_refs=[resolve_test_ref(r, job.tests) or r for r in it.test_refs])
             for i, it in enumerate(parsed.items, 1)
         ]
         job.outcome.provenance = provenance.model_copy(update={"request_key": result.key})
@@ -213,4 +217,4 @@ def _record_attempt(job: _Job, result: Any, attempt: int, client: LLMClient, pro
         job.done = True
     else:
         job.history.append(gates)
-        job.history_kinds.append(failed_gate_kinds(gates, len(parsed.items), settings.min_items))
+        job.history_kinds.append(failed_gate_kinds(gates))

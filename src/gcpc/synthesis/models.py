@@ -7,7 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from gcpc.io import content_hash
-from gcpc.llm.schemas import Category, Route
+from gcpc.llm.schemas import Route
 from gcpc.synthesis.gates import GateResult
 
 
@@ -17,7 +17,6 @@ class ChecklistItem(BaseModel):
     quote: str
     route: Route
     test_refs: list[str] = Field(default_factory=list, description="resolved verifier test ids")
-    category: Category
 
 
 class Provenance(BaseModel):

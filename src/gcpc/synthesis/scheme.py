@@ -1,9 +1,9 @@
 """Category schemes are rule files: a title, prose, and one definition line per category.
 
 A definition line reads `- **name**: definition`; everything else in the file is commentary for
-the reader (and the model). The same parser reads the five-category scheme the generator uses
-(prompts/rules/categories.md) and the falsification schemes of the category audit
-(prompts/audit/schemes/*.md), so the audit and the generator see one definition of each scheme.
+the reader (and the model). The same parser reads every scheme of the category audit: the paper's
+five-category scheme (prompts/audit/schemes/full.md) and the falsification schemes beside it.
+Checklist synthesis reads none of them.
 """
 
 from __future__ import annotations
@@ -11,9 +11,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import get_args
-
-from gcpc.llm.schemas import Category
 
 _DEFINITION = re.compile(r"^- \*\*([A-Za-z][\w\-]*)\*\*:\s+(.+?)\s*$")
 
@@ -64,13 +61,3 @@ def read_scheme(path: str | Path, *, name: str | None = None) -> CategoryScheme:
         raise FileNotFoundError(f"{path}: category scheme not found")
     defs = parse_scheme(path.read_text(encoding="utf-8"), source=str(path))
     return CategoryScheme(name=name or path.stem, path=path, categories=defs)
-
-
-def read_generator_scheme(path: str | Path) -> CategoryScheme:
-    """The scheme items are tagged with: exactly the five categories of the response schema."""
-    scheme = read_scheme(path, name="full")
-    expected = list(get_args(Category))
-    if sorted(scheme.names) != sorted(expected):
-        raise ValueError(f"{path}: the generator's scheme must define exactly {', '.join(expected)} "
-                         f"(found {', '.join(scheme.names)})")
-    return scheme

@@ -17,7 +17,7 @@ def synthesize_all(tasks: list[Task], llm_cfg: dict[str, Any], settings: Synthes
     checklists, attempts = [], []
     ordered = sorted(tasks, key=lambda t: (t.benchmark, t.task_id))
     with llm_session(llm_cfg, out_dir / "llm_calls.jsonl", progress=progress) as client:
-        outcomes = synthesize_checklists([(t.instruction, t.tests, (t.benchmark, t.task_id)) for t in ordered],
+        outcomes = synthesize_checklists([(t.instruction, t.tests, (t.benchmark, t.task_id), t.verifier_files) for t in ordered],
                                          client=client, llm_cfg=llm_cfg, settings=settings)
         for task, outcome in zip(ordered, outcomes, strict=True):
             attempts.extend(outcome.attempts)

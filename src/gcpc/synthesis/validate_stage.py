@@ -8,13 +8,11 @@ from gcpc.synthesis.models import Checklist, SynthesisAttempt
 from gcpc.synthesis.validate import metrics, report_markdown, validate
 
 if __name__ == "__main__":
-    params = load_params(stage_args(__doc__).params)
-    cfg = params.get("synthesis", {})
+    load_params(stage_args(__doc__).params)  # no parameters of its own; checks that params.yaml is readable
     report = validate(
         read_models(paths.INGEST / "tasks.jsonl", Task),
         read_models(paths.SYNTHESIZE / "checklists.jsonl", Checklist),
         read_models(paths.SYNTHESIZE / "attempts.jsonl", SynthesisAttempt),
-        min_items=int(cfg.get("min_items", 4)), max_items=int(cfg.get("max_items", 15)),
     )
     write_json(paths.VALIDATE / "gate_report.json", report)
     write_text(paths.VALIDATE / "gate_report.md", report_markdown(report))

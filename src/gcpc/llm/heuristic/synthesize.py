@@ -4,8 +4,9 @@ Rules (stated here once, summarised in docs/heuristic-provider.md):
   * Units: Markdown headings, tables and fenced code are not requirements; the lines of one
     paragraph or list item are joined; each list item is a unit; paragraphs split into sentences.
     A unit is a requirement when it carries a requirement cue (modal or imperative verb) or is a
-    list item, has at least four words, and is not a bare lead-in ending with ':' without any
-    concrete token.
+    list item, has at least four word tokens and at least three whitespace-separated words (the
+    quote gate's minimum span), and is not a bare lead-in ending with ':' without any concrete
+    token.
   * Quote: the unit's text as it appears in the instruction (list marker excluded; a sentence
     joined from hard-wrapped lines differs from it in whitespace only).
   * Text: the unit with Markdown emphasis removed; when a fenced block follows the unit, the
@@ -16,15 +17,11 @@ Rules (stated here once, summarised in docs/heuristic-provider.md):
     stem, seven or more letters, not a word every test name uses). Otherwise `judge` when the unit
     has no concrete token and asks for a qualitative property or a way of working (QUALITATIVE);
     otherwise `generated` (a deterministic check of the stated outcome could be written).
-  * Category: the category of the request's scheme (the rules' category definitions) that owns
-    the earliest word of the unit whose stem occurs in a definition (see `assign_category`); the
-    first category of the scheme when no word does.
+  * No category: the request carries no category scheme (synthesis is blind to it); the
+    category audit (heuristic/audit.py) assigns categories with `assign_category` below.
+  * Count: one item per requirement unit, however many or few; an instruction with none gets an
+    empty checklist (the same on every attempt: nothing is padded).
   * Regeneration, driven by the gate rejections of earlier attempts (never by the gates' code):
-      - count too low, once: sentences without a cue also count when they name a concrete token,
-        and units are split into clauses at '; ', ', and ', ' and then ', ', then ', ' but ';
-      - count too low, twice or more: clauses are also split at every ', ' and ' and ';
-        in both cases a clause is kept only with four or more words and a cue or concrete token;
-      - count too high: only units with concrete tokens are kept, in order, up to the maximum;
       - test restatement: items are stated as their quotes, without the appended expected fields.
 """
 
@@ -82,8 +79,6 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z`*\"(])")
 _KEY = re.compile(r"\"([A-Za-z_][\w\-]*)\"\s*:")
 _EMPHASIS = re.compile(r"\*\*|__")
-_STRONG_CLAUSE = re.compile(r";\s+|,\s+and\s+|\s+and then\s+|,\s+then\s+|,?\s+but\s+")
-_WEAK_CLAUSE = re.compile(r";\s+|,\s+|\s+and\s+|\s+then\s+|\s+but\s+")
 _SUFFIXES = (("ications", "i"), ("ication", "i"), ("ations", ""), ("ation", ""), ("ating", ""), ("ated", ""),
              ("ates", ""), ("ate", ""), ("ically", ""), ("ally", ""), ("ings", ""), ("ing", ""), ("ions", ""),
              ("ion", ""), ("ies", "i"), ("ied", "i"), ("acy", ""), ("ly", ""), ("ed", ""), ("es", ""), ("s", ""),
@@ -191,7 +186,7 @@ def instruction_units(instruction: str) -> list[Unit]:
 
 
 def is_requirement(text: str, is_item: bool) -> bool:
-    if len(words(text)) < 4:
+    if len(words(text)) < 4 or sum(bool(re.search(r"\w", w)) for w in text.split()) < 3:
         return False
     if text.rstrip().endswith(":") and not concrete_tokens(text):
         return False
@@ -201,28 +196,6 @@ def is_requirement(text: str, is_item: bool) -> bool:
 def requirement_units(instruction: str) -> list[Unit]:
     """The instruction's stated requirements by the first-attempt rule."""
     return [u for u in instruction_units(instruction) if is_requirement(u.text, u.is_item)]
-
-
-def _clauses(text: str, splitter: re.Pattern[str]) -> list[str]:
-    parts = [p.strip() for p in splitter.split(text)]
-    return [p for p in parts if len(words(p)) >= 4 and (_CUES.search(p) or concrete_tokens(p))]
-
-
-def candidates(instruction: str, low_level: int, high: bool, max_items: int) -> list[Unit]:
-    out: list[Unit] = []
-    for unit in instruction_units(instruction):
-        keep = is_requirement(unit.text, unit.is_item) or (
-            low_level >= 1 and len(words(unit.text)) >= 4 and bool(concrete_tokens(unit.text)))
-        if not keep:
-            continue
-        if low_level == 0:
-            out.append(unit)
-            continue
-        pieces = _clauses(unit.text, _STRONG_CLAUSE if low_level == 1 else _WEAK_CLAUSE)
-        out.extend(Unit(p, unit.is_item, unit.keys) for p in (pieces or [unit.text]))
-    if high:
-        out = [u for u in out if concrete_tokens(u.text)][:max_items]
-    return out
 
 
 # --- routes --------------------------------------------------------------------------------
@@ -259,19 +232,14 @@ def route_of(quote: str, tokens: list[str], refs: list[str]) -> str:
 def generate_checklist(inputs: dict[str, Any]) -> dict[str, Any]:
     instruction: str = inputs["instruction"]
     tests: list[dict[str, Any]] = inputs.get("tests", [])
-    scheme = inputs.get("category_scheme")
-    if not scheme:
-        raise ProviderError("checklist request carries no category scheme (inputs.category_scheme)")
-    index = cue_index(scheme)
-    default_category = scheme[0]["name"]
-    max_items = int(inputs.get("limits", {}).get("max_items", 15))
+    if "category_scheme" in inputs:
+        raise ProviderError("checklist request carries a category scheme: synthesis must not see it (paper §3.2)")
     history: list[list[str]] = inputs.get("rejection_history", [])
     rejected = set(inputs.get("previous_rejections", [])).union(*history)
-    low_level = sum("count_low" in h for h in history) if history else int("count_low" in rejected)
 
     items = []
     seen: set[str] = set()
-    for unit in candidates(instruction, low_level, "count_high" in rejected, max_items):
+    for unit in requirement_units(instruction):
         quote = unit.text
         if quote in seen:
             continue
@@ -281,7 +249,5 @@ def generate_checklist(inputs: dict[str, Any]) -> dict[str, Any]:
             text += " (expected fields: " + ", ".join(f"`{k}`" for k in unit.keys) + ")"
         tokens = concrete_tokens(quote) + list(unit.keys)
         refs = linked_tests(quote, tokens, tests)
-        category, _ = assign_category(quote, index)
-        items.append({"text": text, "quote": quote, "route": route_of(quote, tokens, refs), "test_refs": refs,
-                      "category": category or default_category})
+        items.append({"text": text, "quote": quote, "route": route_of(quote, tokens, refs), "test_refs": refs})
     return {"items": items}

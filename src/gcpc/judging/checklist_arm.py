@@ -22,6 +22,7 @@ from gcpc.io import content_hash
 from gcpc.judging.evidence import gate_verdicts
 from gcpc.judging.models import Judgment
 from gcpc.judging.spec import ArmInputs, ArmSpec, LogTooLong, fit_view, judge_view, task_key, visible_events
+from gcpc.judging.view import judge_input
 from gcpc.llm import LLMClient, LLMRequest, request_identity, sampling_params
 from gcpc.llm.prompts import PromptTemplate
 from gcpc.llm.schemas import ChecklistJudgment
@@ -36,7 +37,8 @@ def judgment_fields(traj: Trajectory, arm: ArmSpec, llm_cfg: dict[str, Any], *, 
     provider, model = request_identity(llm_cfg)
     return dict(trajectory_id=traj.trajectory_id, benchmark=traj.benchmark, task_id=traj.task_id, arm=arm.name,
                 kind=arm.kind, provider=provider, model=model,
-                evidence_gate=arm.evidence_gate if evidence_gate is None else evidence_gate)
+                evidence_gate=arm.evidence_gate if evidence_gate is None else evidence_gate,
+                input_cuts=judge_input(traj.events, arm.view).cuts)
 
 
 def make_request(purpose: str, messages: list, schema: type[BaseModel], template: PromptTemplate, llm_cfg: dict[str, Any],
@@ -49,7 +51,7 @@ def make_request(purpose: str, messages: list, schema: type[BaseModel], template
 
 def build_request(events: Sequence[Event], checklist: Checklist, *, arm: ArmSpec, llm_cfg: dict[str, Any], template: PromptTemplate) -> LLMRequest:
     items = [{"item_id": i.item_id, "text": i.text} for i in checklist.items]
-    _, visible, messages, cut = fit_view(events, arm.max_event_chars, llm_cfg, mark_authored=arm.mark_authored,
+    _, visible, messages, cut = fit_view(events, arm.view, llm_cfg, mark_authored=arm.mark_authored,
                                          render=lambda log: template.render(ChecklistJudgment, items=items, log=log,
                                                                             marked=arm.mark_authored))
     inputs = {"items": items, "events": visible} | ({"context_cut": cut} if cut else {})
@@ -63,7 +65,7 @@ def generic_items(arm: ArmSpec) -> list[dict[str, str]]:
 def build_generic_request(events: Sequence[Event], instruction: str, *, arm: ArmSpec, llm_cfg: dict[str, Any],
                           template: PromptTemplate) -> LLMRequest:
     items = generic_items(arm)
-    _, visible, messages, cut = fit_view(events, arm.max_event_chars, llm_cfg, mark_authored=arm.mark_authored,
+    _, visible, messages, cut = fit_view(events, arm.view, llm_cfg, mark_authored=arm.mark_authored,
                                          render=lambda log: template.render(ChecklistJudgment, items=items,
                                                                             instruction=instruction, log=log))
     return make_request(f"judgment:{arm.name}", messages, ChecklistJudgment, template, llm_cfg,

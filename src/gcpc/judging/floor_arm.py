@@ -4,7 +4,8 @@ A checklist judge is only interesting if it knows more than a trivial reading of
 floor arm turns one such reading into a score in [0, 1] (higher = more likely PASS), so RQ1 can
 put every judge arm beside the best of them (gcpc.analysis.floors). A floor sees exactly what a
 judge sees: the trajectory after run-metadata redaction (judge_arm does it for every arm), through
-`judge_view` (render_log with the same per-event cut). It never reads the outcome, the verifier's
+`judge_view` with the arm's view settings (harness setup dropped, installation collapsed, per-event cut,
+budget: gcpc.judging.view), and its judgments record the same `input_cuts`. It never reads the outcome, the verifier's
 per-test results or any other Trajectory field. Definitions (docs/floors.md):
 
 * `exit0_share`: share of agent steps (tool calls) whose displayed output shows the command exited 0
@@ -29,6 +30,7 @@ from typing import Any
 from gcpc.corpus.models import EVIDENCE_KINDS, EventKind
 from gcpc.judging.models import Judgment
 from gcpc.judging.spec import ArmInputs, ArmSpec, judge_view
+from gcpc.judging.view import ViewSettings, judge_input
 
 PROVIDER = "none"
 """Floor judgments name no provider: no model was asked."""
@@ -68,8 +70,8 @@ class FloorView:
     events: list[dict[str, Any]]
 
 
-def view(events: Sequence[Any], max_chars: int) -> FloorView:
-    log, visible = judge_view(events, max_chars)
+def view(events: Sequence[Any], settings: ViewSettings | int) -> FloorView:
+    log, visible = judge_view(events, settings)
     return FloorView(log=log, events=visible)
 
 
@@ -138,9 +140,10 @@ def judge_floor_arm(inputs: ArmInputs, *, arm: ArmSpec, llm_cfg: dict[str, Any] 
     patterns = load_patterns(arm.template / PATTERNS_FILE)
     out = []
     for traj in inputs.trajectories:
-        score, reason, feats = floor_score(view(traj.events, arm.max_event_chars), arm.feature, tail_events=arm.tail_events,
+        score, reason, feats = floor_score(view(traj.events, arm.view), arm.feature, tail_events=arm.tail_events,
                                            patterns=patterns)
         out.append(Judgment(trajectory_id=traj.trajectory_id, benchmark=traj.benchmark, task_id=traj.task_id, arm=arm.name,
                             kind=arm.kind, checklist_hash="", provider=PROVIDER, model=f"floor:{arm.feature}", request_key=None,
-                            status="ok", evidence_gate=False, score=score, rationale=reason, floor=feats))
+                            status="ok", evidence_gate=False, score=score, rationale=reason, floor=feats,
+                            input_cuts=judge_input(traj.events, arm.view).cuts))
     return sorted(out, key=lambda j: j.trajectory_id)

@@ -22,7 +22,7 @@ SCALE_MAX = 10
 
 def build_holistic_request(events: Sequence[Event], instruction: str, *, arm: ArmSpec, llm_cfg: dict[str, Any],
                            template: PromptTemplate) -> LLMRequest:
-    log, visible = judge_view(events, arm.max_event_chars, mark_authored=arm.mark_authored)
+    log, visible = judge_view(events, arm.view, mark_authored=arm.mark_authored)
     messages = template.render(HolisticJudgment, instruction=instruction, log=log)
     return make_request(f"judgment:{arm.name}", messages, HolisticJudgment, template, llm_cfg,
                     {"instruction": instruction, "events": visible})

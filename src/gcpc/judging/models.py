@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -42,3 +42,5 @@ class Judgment(BaseModel):
     rationale: str | None = Field(default=None, description="holistic arms: the judge's short rationale")
     floor: dict[str, int | list[int]] | None = Field(
         default=None, description="floor arms (no model): the outcome-blind features of the judge-visible log behind `score`")
+    input_cuts: dict[str, Any] = Field(default_factory=dict, description="what the judge view removed from the log "
+                                       "(harness setup, collapsed installation output, per-event cut, budget): gcpc.judging.view")

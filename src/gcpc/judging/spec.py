@@ -19,6 +19,7 @@ from gcpc.corpus.models import Event, Task, Trajectory
 from gcpc.corpus.render import render_log, truncate_middle
 from gcpc.judging.authorship import authored_lines, line_authorship
 from gcpc.judging.authorship import mark_authored as mark_authored_text
+from gcpc.judging.view import ViewSettings, judge_input
 from gcpc.synthesis.models import Checklist
 
 
@@ -64,18 +65,35 @@ def redact_run_metadata(traj: Trajectory) -> Trajectory:
     return traj.model_copy(update={"events": events})
 
 
-def judge_view(events: Sequence[Event], max_chars: int, *, mark_authored: bool = False) -> tuple[str, list[dict[str, Any]]]:
+def with_authored(visible: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Visible events with each evidence event's agent-authored lines listed (`authorship.authored_lines`)."""
+    authored = authored_lines(visible)
+    for ev in visible:
+        if ev["kind"] in ("tool_output", "file_content"):
+            ev["authored"] = sorted(authored.get(ev["index"], ()))
+    return visible
+
+
+def judge_view(events: Sequence[Event], view: ViewSettings | int, *, mark_authored: bool = False) -> tuple[str, list[dict[str, Any]]]:
     """(rendered log for the prompt, the same events as structured inputs): all an arm may see of a trajectory.
 
+    `view` is the arm's `ViewSettings` (harness setup dropped, installation collapsed, per-event cut,
+    per-trajectory budget: `gcpc.judging.view`); a bare int is the per-event cut alone (= `render_log`).
     With `mark_authored` (extension `judging.mark_agent_authored`), agent-authored lines of tool
     outputs are prefixed `[agent-authored] ` in the rendered log, so an LLM judge can discount them."""
-    visible = visible_events(events, max_chars)
+    shown = judge_input(events, view)
+    visible = with_authored(shown.events)
     if not mark_authored:
-        return render_log(events, max_chars=max_chars), visible
+        return shown.log, visible
     marks = line_authorship(visible)  # echoed and read-back lines alike
     marked = [e.model_copy(update={"text": mark_authored_text(v["text"], set(marks.get(v["index"], {})))})
               for e, v in zip(events, visible, strict=True)]
     return render_log(marked, max_chars=None), visible
+
+
+def with_event_cap(view: ViewSettings | int, cap: int) -> ViewSettings | int:
+    """The same view with another per-event cut."""
+    return cap if isinstance(view, int) else view.model_copy(update={"max_event_chars": cap})
 
 
 CHARS_PER_TOKEN = 4  # the project's token estimate (gcpc.corpus.size): ceil(chars / 4)
@@ -89,10 +107,11 @@ class LogTooLong(ValueError):
     """Even with every event cut to MIN_EVENT_CHARS the request would not fit the judge's context window."""
 
 
-def fit_view(events: Sequence[Event], max_chars: int, llm_cfg: dict[str, Any], render: Any, *,
+def fit_view(events: Sequence[Event], view: ViewSettings | int, llm_cfg: dict[str, Any], render: Any, *,
              mark_authored: bool = False) -> tuple[str, list[dict[str, Any]], Any, dict[str, Any] | None]:
     """The judge view fitted into the judge's `context_window` (tokens, from the llm config).
 
+    `view` is the arm's `ViewSettings` (or a bare per-event cut); fitting lowers its per-event cut.
     `render(log) -> messages` renders the prompt around a log. Without a window, or when the prompt
     fits, this is `judge_view` unchanged. Otherwise the longest events are cut first: one
     per-event cap, the largest that fits (found by bisection, so deterministic), applied with the
@@ -100,7 +119,8 @@ def fit_view(events: Sequence[Event], max_chars: int, llm_cfg: dict[str, Any], r
     what was cut or None); raises LogTooLong when even MIN_EVENT_CHARS per event does not fit.
     """
     window = llm_cfg.get("context_window")
-    log, visible = judge_view(events, max_chars, mark_authored=mark_authored)
+    max_chars = view if isinstance(view, int) else view.max_event_chars
+    log, visible = judge_view(events, view, mark_authored=mark_authored)
     messages = render(log)
     if not window:
         return log, visible, messages, None
@@ -114,17 +134,17 @@ def fit_view(events: Sequence[Event], max_chars: int, llm_cfg: dict[str, Any], r
         return log, visible, messages, None
     longest = max((len(e.text) for e in events), default=0)
     lo, hi = MIN_EVENT_CHARS, min(max_chars, longest) if max_chars else longest
-    attempt = judge_view(events, lo, mark_authored=mark_authored)
+    attempt = judge_view(events, with_event_cap(view, lo), mark_authored=mark_authored)
     if tokens(render(attempt[0])) > budget:
         raise LogTooLong(f"log does not fit the judge's context window ({window} tokens, {llm_cfg.get('max_tokens') or 0} "
                          f"for the answer): {tokens(render(attempt[0]))} tokens with every event cut to {MIN_EVENT_CHARS} characters")
     while lo < hi:  # the largest cap that fits
         mid = (lo + hi + 1) // 2
-        if tokens(render(judge_view(events, mid, mark_authored=mark_authored)[0])) <= budget:
+        if tokens(render(judge_view(events, with_event_cap(view, mid), mark_authored=mark_authored)[0])) <= budget:
             lo = mid
         else:
             hi = mid - 1
-    log, visible = judge_view(events, lo, mark_authored=mark_authored)
+    log, visible = judge_view(events, with_event_cap(view, lo), mark_authored=mark_authored)
     messages = render(log)
     cut = [e.index for e in events if len(e.text) > lo]
     info = {"context_window": int(window), "tokens_before": needed, "tokens_after": tokens(messages), "event_cap_chars": lo,
@@ -152,6 +172,12 @@ class ArmSpec:
     """floor arms: which outcome-blind feature of the log is the score (judging.floor_arm.FLOORS)"""
     tail_events: int = 3
     """floor arms: how many trailing evidence events make "the last part of the log" (clean_tail)"""
+    view: ViewSettings = field(default_factory=ViewSettings)
+
+    def __post_init__(self) -> None:
+        # `max_event_chars` is the authority for the per-event cut (callers set it directly)
+        if self.view.max_event_chars != self.max_event_chars:
+            object.__setattr__(self, "view", self.view.model_copy(update={"max_event_chars": self.max_event_chars}))
 
     @classmethod
     def from_params(cls, name: str, cfg: dict[str, Any], judging: dict[str, Any]) -> ArmSpec:
@@ -168,7 +194,8 @@ class ArmSpec:
                    max_event_chars=int(judging.get("max_event_chars", 4000)),
                    mark_authored=bool(judging.get("mark_agent_authored", False)),
                    min_quote_chars=int(judging.get("evidence_min_quote_chars", 4)),
-                   questions=tuple(questions), feature=cfg.get("feature"), tail_events=int(cfg.get("tail_events", 3)))
+                   questions=tuple(questions), feature=cfg.get("feature"), tail_events=int(cfg.get("tail_events", 3)),
+                   view=ViewSettings.from_params(judging))
 
     def template_file(self, name: str) -> Path:
         """A named prompt inside a template folder (e.g. TICK's 'generate.jinja')."""

@@ -49,7 +49,7 @@ def build_generation_request(instruction: str, *, arm: ArmSpec, llm_cfg: dict[st
 
 def build_question_requests(traj: Trajectory, instruction: str, questions: list[str], *, arm: ArmSpec, llm_cfg: dict[str, Any],
                             template: PromptTemplate) -> list[LLMRequest]:
-    log, visible = judge_view(traj.events, arm.max_event_chars, mark_authored=arm.mark_authored)
+    log, visible = judge_view(traj.events, arm.view, mark_authored=arm.mark_authored)
     return [make_request(f"judgment:{arm.name}", template.render(TickAnswer, instruction=instruction, log=log, question=q),
                      TickAnswer, template, llm_cfg, {"instruction": instruction, "question": q, "events": visible})
             for q in questions]

@@ -41,8 +41,12 @@ class LLMRequest(BaseModel):
 
     @property
     def key(self) -> str:
-        """Content address of the full request: unchanged request => cached answer, zero calls."""
-        return content_hash(self.model_dump(mode="json"))
+        """Content address of the request: unchanged request => cached answer, zero calls.
+
+        `purpose` (which arm or stage asks) is left out: two arms that send the provider the same
+        request (gcpc and its evidence-gate variant, which gates after the call) share one call
+        through the shared cache."""
+        return content_hash(self.model_dump(mode="json", exclude={"purpose"}))
 
 
 class RawResponse(BaseModel):

@@ -66,6 +66,29 @@ def _parse(text: str, output_type: type[BaseModel]) -> BaseModel:
     return output_type.model_validate_json(stripped)
 
 
+def batch_entry_bytes(provider: Any, request: LLMRequest) -> int:
+    """Bytes one request adds to a batch: the provider's own batch line where it has one, else the messages as JSON."""
+    line = provider.batch_line(request) if hasattr(provider, "batch_line") else [m.model_dump() for m in request.messages]
+    return len(json.dumps(line, sort_keys=True, ensure_ascii=False).encode()) + 1
+
+
+def split_batches(keys: list[str], sizes: list[int], max_requests: int, max_bytes: int) -> list[list[str]]:
+    """Consecutive chunks of at most `max_requests` requests and `max_bytes` bytes (a single larger
+    request goes alone: the provider then refuses that one request, not the whole batch)."""
+    chunks: list[list[str]] = []
+    current: list[str] = []
+    used = 0
+    for key, size in zip(keys, sizes, strict=True):
+        if current and (len(current) >= max_requests or used + size > max_bytes):
+            chunks.append(current)
+            current, used = [], 0
+        current.append(key)
+        used += size
+    if current:
+        chunks.append(current)
+    return chunks
+
+
 def _refused_in_batch(error: str | None) -> bool:
     """A batch entry the provider refused (HTTP 400/413/422 inside the batch), not a transient failure."""
     import re
@@ -441,8 +464,8 @@ class LLMClient:
             mine = [b for b in state["batches"] if b.get("provider") == provider.name]
             in_flight = {cid for b in mine for cid in b["custom_ids"]}
             fresh = [k for k in todo if k not in in_flight]
-            for i in range(0, len(fresh), self.batch.max_requests):
-                chunk = fresh[i : i + self.batch.max_requests]
+            for chunk in split_batches(fresh, [batch_entry_bytes(provider, todo[k]) for k in fresh],
+                                       self.batch.max_requests, self.batch.max_bytes):
                 batch_id = provider.submit_batch([todo[k] for k in chunk])  # type: ignore[attr-defined]
                 state["batches"].append({"id": batch_id, "provider": provider.name, "custom_ids": chunk})
                 self._save_batch_state(state)  # at once: a restart from here polls instead of resubmitting

@@ -42,6 +42,8 @@ class BatchSettings(_Strict):
     poll_interval_s: float = Field(default=30.0, gt=0)
     max_wait_s: float | None = Field(default=None, gt=0, description="stop waiting (state kept) after this long; re-run to collect")
     max_requests: int = Field(default=10_000, ge=1, description="requests per submitted batch")
+    max_bytes: int = Field(default=100_000_000, ge=1, description="bytes of request bodies per submitted batch (OpenAI: "
+                                                                  "200 MB input file; Anthropic: 256 MB per batch)")
 
 
 class Prices(_Strict):
@@ -79,6 +81,8 @@ class LLMSettings(_Strict):
     api_key_required: bool = True
     max_tokens_param: Literal["max_completion_tokens", "max_tokens"] = "max_completion_tokens"
     prompt_cache_key: bool = False
+    min_cacheable_tokens: int | None = Field(default=None, ge=1, description="provider's documented minimum prompt "
+                                             "length for a cache hit (cost estimate, gcpc.llm.estimate)")
     cache_ttl: Literal["5m", "1h"] | None = None
     retry_refused: bool = Field(default=False, description="ask again for requests the provider refused before "
                                                             "(recorded refusals are final otherwise)")

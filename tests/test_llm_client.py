@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from gcpc.llm.store import read_call_records
 from gcpc.io import iter_jsonl
 from gcpc.llm import make_client, make_provider
 from gcpc.llm.base import LLMRequest, Message, ProviderError, RawResponse, ReplayMiss
@@ -47,7 +48,7 @@ def test_invalid_output_is_retried_and_every_attempt_recorded(tmp_path):
     client = LLMClient(provider, CallStore(tmp_path / "calls.jsonl"), max_attempts=3, progress=False)
     result = client.run_one(req(), ChecklistJudgment)
     assert result.ok and result.attempts == 3 and provider.calls == 3
-    records = list(iter_jsonl(tmp_path / "calls.jsonl"))
+    records = read_call_records(tmp_path / "calls.jsonl")
     assert [r["ok"] for r in records] == [False, False, True]
     assert all(r["error"].startswith("invalid output") for r in records[:2])
 

@@ -15,6 +15,7 @@ import pytest
 from fakeservers import SERVERS, Fault
 from openai.lib._parsing import type_to_response_format_param
 
+from gcpc.llm.store import read_call_records
 from gcpc.io import iter_jsonl
 from gcpc.llm import LLMRequest, Message, make_client
 from gcpc.llm.base import BatchPending, ProviderError
@@ -59,7 +60,7 @@ def model_bodies(server) -> list[dict]:
 
 
 def records(path) -> list[dict]:
-    return list(iter_jsonl(path))
+    return read_call_records(path)
 
 
 def test_happy_path_sends_structured_output_schema_and_cache_marker(api, tmp_path):

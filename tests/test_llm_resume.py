@@ -26,6 +26,7 @@ import yaml
 from fakeservers import FakeOpenAI, Fault
 from fakeservers.base import prompt_digest
 
+from gcpc.llm.store import read_call_records
 from gcpc.io import iter_jsonl, write_jsonl
 from gcpc.llm.store import CallStore
 
@@ -96,7 +97,7 @@ def finish(work: Path, tag: str, expect: int = 0) -> None:
 
 
 def without_latency(path: Path) -> list[dict]:
-    return [{k: v for k, v in r.items() if k != "latency_s"} for r in iter_jsonl(path)]
+    return [{k: v for k, v in r.items() if k != "latency_s"} for r in read_call_records(path)]
 
 
 def digest(record: dict) -> str:
@@ -135,7 +136,7 @@ def test_killed_run_makes_exactly_the_remaining_calls_and_matches_an_uninterrupt
 
         finish(work, "second")
         second_run_calls = server.model_calls - calls_before
-        records = list(iter_jsonl(work / CALLS))
+        records = read_call_records(work / CALLS)
         n_requests = len({r["key"] for r in records})
         assert n_requests >= 200 and 0 < len(finished) < n_requests
         print(f"\nKILL: requests {n_requests}, finished before kill {len(finished)}, server calls before kill {calls_before}, restart calls {second_run_calls}")

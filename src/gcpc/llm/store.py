@@ -10,7 +10,7 @@ through `secrets.redact` before it is written, so no API key can reach the file.
 
 Large inputs are stored once per store, content-addressed: in a record's `request`, every string
 of at least `BLOB_MIN_CHARS` characters (the rendered log in `messages`, long event texts in
-`inputs.events`) is written as `{"$blob": sha256}` and its text once to `<name>.blobs.jsonl`
+`inputs.events`) is written as `{"$blob": sha256}`, and the response schema as `{"$blob_json": sha256}`, and its text once to `<name>.blobs.jsonl`
 beside the call file (one `{"hash", "text"}` line per distinct text; written before the record
 that refers to it, compacted with it). Reading resolves the references, so callers see full records.
 """
@@ -36,8 +36,9 @@ def is_refusal(record: CallRecord) -> bool:
     return not record.ok and (record.error or "").startswith(REFUSED)
 
 
-BLOB_MIN_CHARS = 1024
+BLOB_MIN_CHARS = 256
 BLOB_REF = "$blob"
+JSON_BLOB_REF = "$blob_json"
 
 
 def blobs_path(path: Path) -> Path:
@@ -54,19 +55,29 @@ def _externalize(value: object, blobs: dict[str, str]) -> object:
         blobs[digest] = text
         return {BLOB_REF: digest}
     if isinstance(value, dict):
-        return {k: _externalize(v, blobs) for k, v in value.items()}
+        return {k: _externalize_json(v, blobs) if k == "json_schema" else _externalize(v, blobs) for k, v in value.items()}
     if isinstance(value, list):
         return [_externalize(v, blobs) for v in value]
     return value
 
 
+def _externalize_json(value: object, blobs: dict[str, str]) -> object:
+    """A response schema (the same for every request of a stage) as one blob of its canonical JSON."""
+    text = canonical_json(value)
+    if len(text) < BLOB_MIN_CHARS:
+        return value
+    digest = sha256_text(text)
+    blobs[digest] = text
+    return {JSON_BLOB_REF: digest}
+
+
 def _resolve(value: object, blobs: dict[str, str], where: str) -> object:
     if isinstance(value, dict):
-        if len(value) == 1 and BLOB_REF in value:
-            digest = value[BLOB_REF]
+        if len(value) == 1 and (BLOB_REF in value or JSON_BLOB_REF in value):
+            digest = value.get(BLOB_REF) or value[JSON_BLOB_REF]
             if digest not in blobs:
                 raise ValueError(f"{where}: refers to blob {digest} that is not in the blob file")
-            return blobs[digest]
+            return blobs[digest] if BLOB_REF in value else json.loads(blobs[digest])
         return {k: _resolve(v, blobs, where) for k, v in value.items()}
     if isinstance(value, list):
         return [_resolve(v, blobs, where) for v in value]

@@ -10,7 +10,8 @@ through `secrets.redact` before it is written, so no API key can reach the file.
 
 Large inputs are stored once per store, content-addressed: in a record's `request`, every string
 of at least `BLOB_MIN_CHARS` characters (the rendered log in `messages`, long event texts in
-`inputs.events`) is written as `{"$blob": sha256}`, and the response schema as `{"$blob_json": sha256}`, and its text once to `<name>.blobs.jsonl`
+`inputs.events`) is written as `{"$blob": sha256}`, and the response schema and the event list as
+`{"$blob_json": sha256}` (their canonical JSON), and its text once to `<name>.blobs.jsonl`
 beside the call file (one `{"hash", "text"}` line per distinct text; written before the record
 that refers to it, compacted with it). Reading resolves the references, so callers see full records.
 """
@@ -39,6 +40,9 @@ def is_refusal(record: CallRecord) -> bool:
 BLOB_MIN_CHARS = 256
 BLOB_REF = "$blob"
 JSON_BLOB_REF = "$blob_json"
+JSON_BLOB_KEYS = ("json_schema", "events")
+"""Values stored whole as one JSON blob: the response schema, and the judge-visible events (the same for
+every question and pass over one trajectory)."""
 
 
 def blobs_path(path: Path) -> Path:
@@ -55,15 +59,15 @@ def _externalize(value: object, blobs: dict[str, str]) -> object:
         blobs[digest] = text
         return {BLOB_REF: digest}
     if isinstance(value, dict):
-        return {k: _externalize_json(v, blobs) if k == "json_schema" else _externalize(v, blobs) for k, v in value.items()}
+        return {k: _externalize_json(v, blobs) if k in JSON_BLOB_KEYS else _externalize(v, blobs) for k, v in value.items()}
     if isinstance(value, list):
         return [_externalize(v, blobs) for v in value]
     return value
 
 
 def _externalize_json(value: object, blobs: dict[str, str]) -> object:
-    """A response schema (the same for every request of a stage) as one blob of its canonical JSON."""
-    text = canonical_json(value)
+    """A value shared by many requests (`JSON_BLOB_KEYS`) as one blob of its canonical JSON."""
+    text = redact(canonical_json(value))
     if len(text) < BLOB_MIN_CHARS:
         return value
     digest = sha256_text(text)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from gcpc.llm.base import CallRecord
-from gcpc.llm.store import BLOB_MIN_CHARS, CallStore, blobs_path, read_call_records
+from gcpc.llm.store import BLOB_MIN_CHARS, CallStore, blobs_path, read_call_records, read_records
 
 LOG = "[0] TOOL_OUTPUT (bash):\n" + "line of output\n" * 200
 
@@ -31,6 +31,15 @@ def test_long_strings_stored_once_and_resolved(tmp_path):
     assert again.finished("k3").request == record("k3", "Q3?").request
     again.close()
     assert [r["request"] for r in read_call_records(path)] == [record(f"k{n}", f"Q{n}?").request for n in range(8)]
+
+
+def test_read_records_resolves_blobs(tmp_path):
+    # usage summaries read call files through read_records: they must see full requests, not references
+    path = tmp_path / "llm_calls.jsonl"
+    with CallStore(path) as store:
+        store.append(record("a", "Q?"))
+    assert "$blob" in path.read_text()
+    assert [r.request for r in read_records(path)] == [record("a", "Q?").request]
 
 
 def test_compact_keeps_only_used_blobs(tmp_path):

@@ -105,16 +105,15 @@ def _line(record: CallRecord) -> str:
 
 
 def read_records(path: str | Path) -> list[CallRecord]:
-    """Every record of a call file, read only (usage summaries and checks; no torn-tail repair)."""
+    """Every record of a call file, read only, blob references resolved (usage summaries and checks;
+    no torn-tail repair)."""
     path = Path(path)
     if not path.exists():
         return []
     out = []
-    for i, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not raw.strip():
-            continue
+    for i, data in enumerate(read_call_records(path), 1):
         try:
-            out.append(CallRecord.model_validate(json.loads(raw)))
+            out.append(CallRecord.model_validate(data))
         except Exception as exc:
             raise ValueError(f"{path}: record {i} is not a valid call record: {exc}") from exc
     return out
@@ -271,7 +270,10 @@ def read_call_records(path: str | Path) -> list[dict]:
     out = []
     for i, raw in enumerate(path.read_text(encoding="utf-8").split("\n"), 1):
         if raw.strip():
-            data = json.loads(raw)
+            try:
+                data = json.loads(raw)
+            except ValueError as exc:
+                raise ValueError(f"{path}: record {i} is not a valid call record: {exc}") from exc
             data["request"] = _resolve(data.get("request", {}), blobs, f"{path}: record {i}")
             out.append(data)
     return out

@@ -114,6 +114,14 @@ def project(dest: Path, corpus: Path, server: FakeOpenAI, env: dict[str, str], *
     return dest
 
 
+def _settle(server: FakeOpenAI, timeout_s: float = 10.0) -> None:
+    """Wait until the server has no call in flight, so its counters are final."""
+    deadline = time.monotonic() + timeout_s
+    while server.inflight and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not server.inflight, "a server call never finished"
+
+
 def refuse_marked(body: str) -> Fault | None:
     if MARKER in body:
         return Fault(kind="status", status=400, message="This model's maximum context length is 8192 tokens "
@@ -154,6 +162,7 @@ def test_faults_under_dvc_repro_exp_run_and_queued_experiments(corpus, tmp_path)
         proc = _run(["dvc", "exp", "run"], work, env, expect=255)
         assert "HTTP 401" in proc.stderr + proc.stdout
         assert not server.faults
+        _settle(server)  # the delayed call the client timed out on is still sleeping on the server: let it land
         first = server.model_calls
         shared = {p.stem for p in cache.rglob("*.jsonl")}
         assert 12 <= len(shared) < n_requests  # every finished call is in the shared cache
@@ -168,7 +177,7 @@ def test_faults_under_dvc_repro_exp_run_and_queued_experiments(corpus, tmp_path)
             time.sleep(0.002)
         judge.send_signal(signal.SIGKILL)
         judge.wait()
-        time.sleep(0.3)  # in-flight calls reach the server counter; their answers died with the process
+        _settle(server)  # in-flight calls reach the server counter; their answers died with the process
         # finished: in the shared cache, or in the stage's own store (a kill between the two writes)
         store = CallStore(work / JUDGE_DIR / "llm_calls.jsonl")
         finished = {p.stem for p in cache.rglob("*.jsonl")} | {r.key for r in store.records() if r.ok or is_refusal(r)}

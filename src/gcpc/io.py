@@ -80,9 +80,31 @@ def _write_events_streamed(fh: Any, rec: BaseModel) -> None:
             continue
         fh.write("[")
         for j, event in enumerate(rec.events):  # type: ignore[attr-defined]
-            fh.write(("," if j else "") + canonical_json(event))
+            if j:
+                fh.write(",")
+            _write_object_streamed(fh, event.model_dump(mode="json"))
         fh.write("]")
     fh.write("}\n")
+
+
+STRING_PIECE = 1_000_000
+"""Characters of one long string encoded at a time (JSON escapes each character alone, so pieces concatenate)."""
+
+
+def _write_object_streamed(fh: Any, obj: dict[str, Any]) -> None:
+    """`canonical_json(obj)` for a flat-enough dict, with long string values written in pieces (same bytes)."""
+    fh.write("{")
+    for i, key in enumerate(sorted(obj)):
+        value = obj[key]
+        fh.write(("," if i else "") + json.dumps(key, ensure_ascii=False) + ":")
+        if isinstance(value, str) and len(value) > STRING_PIECE:
+            fh.write('"')
+            for k in range(0, len(value), STRING_PIECE):
+                fh.write(json.dumps(value[k:k + STRING_PIECE], ensure_ascii=False)[1:-1])
+            fh.write('"')
+        else:
+            fh.write(canonical_json(value))
+    fh.write("}")
 
 
 def write_jsonl(path: str | Path, records: Iterable[Any]) -> int:

@@ -41,12 +41,16 @@ def _required(cfg: dict[str, Any], key: str) -> Any:
     return cfg[key]
 
 
+HASH_PIECE = 1_000_000
+
+
 def log_fingerprint(trajectory: Trajectory) -> str:
     """Identity for de-duplication: the task plus the full (untruncated) judge-visible log
     (hashed in pieces: the same digest as hashing the whole text, without building it)."""
     h = hashlib.sha256(f"{trajectory.benchmark}\n{trajectory.task_id}\n".encode())
     for piece in iter_rendered(trajectory.events, None):
-        h.update(piece.encode("utf-8"))
+        for k in range(0, len(piece), HASH_PIECE):  # a whole-log event is not encoded in one copy
+            h.update(piece[k:k + HASH_PIECE].encode("utf-8"))
     return h.hexdigest()
 
 

@@ -28,11 +28,13 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from gcpc.corpus.models import Event, EventKind, SourceRef
-from gcpc.corpus.terminal import CleanText, LogLine, clean_stream, unwrap_pane
+from gcpc.corpus.terminal import CleanText, Counter, LogLine, iter_pane, iter_stream
 
 # --- commands.txt -------------------------------------------------------------------------
 
@@ -105,10 +107,11 @@ class _Sink:
     def __init__(self, label: str) -> None:
         self.label = label
         self.events: list[Event] = []
+        self.tool_calls = 0
 
-    def add(self, kind: EventKind, text: str, lines: list[LogLine], *, tool: str | None = None,
+    def add(self, kind: EventKind, text: str, first: LogLine, last: LogLine, *, tool: str | None = None,
             is_error: bool = False) -> None:
-        first, last = lines[0], lines[-1]
+        self.tool_calls += kind == EventKind.TOOL_CALL
         self.events.append(Event(
             index=len(self.events), kind=kind, text=text, tool=tool, is_error=is_error,
             source=SourceRef(path=self.label, line=first.line, end_line=last.end_line,
@@ -129,24 +132,117 @@ def _trim(lines: list[LogLine]) -> list[LogLine]:
     return lines[i:j]
 
 
-def _litellm_end(lines: list[LogLine], i: int) -> int:
+def _trimmed(lines: Iterable[LogLine]) -> Iterator[LogLine]:
+    """`_trim` as the lines stream: blank lines are held back until a non-blank line follows them."""
+    started = False
+    blank: list[LogLine] = []
+    for ln in lines:
+        if not ln.text.strip():
+            if started:
+                blank.append(ln)
+            continue
+        started = True
+        if blank:
+            yield from blank
+            blank.clear()
+        yield ln
+
+
+class _Block:
+    """`prefix + _join(_trim(lines))` and the first and last line, built as the lines stream in.
+
+    No LogLine is kept per line, and the text grows in place (`acc += piece` on the only reference
+    resizes the string, which the allocator does without a copy for large blocks), so a block as
+    large as the whole log costs about its own size, not twice."""
+
+    CHUNK = 4096
+
+    def __init__(self, prefix: str = "") -> None:
+        self.first: LogLine | None = None
+        self.last: LogLine | None = None
+        self._acc = prefix
+        self._joined = False  # whether _acc holds any line yet
+        self._parts: list[str] = []
+        self._blank: list[str] = []
+
+    def add(self, ln: LogLine) -> None:
+        if not ln.text.strip():
+            if self.first is not None:
+                self._blank.append(ln.text)
+            return
+        if self.first is None:
+            self.first = ln
+        elif self._blank:
+            self._parts.extend(self._blank)
+            self._blank.clear()
+        self._parts.append(ln.text)
+        self.last = ln
+        if len(self._parts) >= self.CHUNK:
+            self._flush()
+
+    def _flush(self) -> None:
+        piece = ("\n" if self._joined else "") + "\n".join(self._parts)
+        self._parts = []
+        acc, self._acc = self._acc, ""
+        acc += piece
+        self._acc, self._joined = acc, True
+
+    def __bool__(self) -> bool:
+        return self.first is not None
+
+    def text(self) -> str:
+        """The prefix and the joined lines; the block gives its text away (call once)."""
+        if self._parts:
+            self._flush()
+        acc, self._acc = self._acc, ""
+        return acc
+
+
+class _Window:
+    """Lines of a stream by index, read ahead on demand; `release(i)` drops the lines before i."""
+
+    def __init__(self, lines: Iterable[LogLine]) -> None:
+        self._it = iter(lines)
+        self._buf: list[LogLine] = []
+        self._head = 0  # index of _buf[0]
+
+    def has(self, i: int) -> bool:
+        while i >= self._head + len(self._buf):
+            ln = next(self._it, None)
+            if ln is None:
+                return False
+            self._buf.append(ln)
+        return True
+
+    def __getitem__(self, i: int) -> LogLine:
+        if i < self._head or not self.has(i):
+            raise IndexError(i)
+        return self._buf[i - self._head]
+
+    def release(self, i: int) -> None:
+        n = min(i - self._head, len(self._buf))
+        if n >= 1024 or (n > 0 and n == len(self._buf)):
+            del self._buf[:n]
+            self._head += n
+
+
+def _litellm_end(lines: _Window, i: int) -> int:
     """If lines[i] starts a LiteLLM logging block, the index just past it; else i."""
     if not _LITELLM.match(lines[i].text):
         return i
     j = i + 1
-    n = len(lines)
-    while j < n:
+    while lines.has(j):
         t = lines[j].text
         if t.startswith("Traceback (most recent call last)") or (t[:1] in (" ", "\t") and t.strip()):
             j += 1
         elif t.startswith(_CHAINED):
             j += 1
-        elif not t.strip() and j + 1 < n and lines[j + 1].text.startswith((*_CHAINED, "Traceback (most recent")):
+        elif not t.strip() and lines.has(j + 1) and lines[j + 1].text.startswith((*_CHAINED, "Traceback (most recent")):
             j += 1
         elif _EXC_LINE.match(t) and j > i + 1:
             j += 1
             # a chained exception continues after a blank line
-            if not (j + 1 < n and not lines[j].text.strip() and lines[j + 1].text.startswith(_CHAINED)):
+            if not (lines.has(j + 1) and not lines[j].text.strip() and lines[j + 1].text.startswith(_CHAINED)):
                 break
         else:
             break
@@ -157,30 +253,33 @@ def _litellm_end(lines: list[LogLine], i: int) -> int:
 
 
 class _MiniParser:
+    """Reads a mini-swe-agent transcript as it streams: command outputs are joined, never held line by line."""
+
     def __init__(self, sink: _Sink) -> None:
         self.sink = sink
         self.steps = 0
         self.litellm_blocks = 0
         self.litellm_lines = 0
 
-    def _skip_noise(self, lines: list[LogLine], i: int) -> int:
+    def _skip_noise(self, lines: _Window, i: int) -> int:
         j = _litellm_end(lines, i)
         if j > i:
             self.litellm_blocks += 1
             self.litellm_lines += j - i
         return j
 
-    def parse(self, lines: list[LogLine]) -> None:
-        i, n = 0, len(lines)
-        loose: list[LogLine] = []  # lines outside any recognised block
+    def parse(self, lines: _Window) -> None:
+        i = 0
+        loose = _Block("[agent output]\n")  # lines outside any recognised block
 
         def flush_loose() -> None:
-            block = _trim(loose)
-            if block:
-                self.sink.add(EventKind.SYSTEM, "[agent output]\n" + _join(block), block)
-            loose.clear()
+            nonlocal loose
+            if loose:
+                self.sink.add(EventKind.SYSTEM, loose.text(), loose.first, loose.last)  # type: ignore[arg-type]
+            loose = _Block("[agent output]\n")
 
-        while i < n:
+        while lines.has(i):
+            lines.release(i)
             j = self._skip_noise(lines, i)
             if j > i:
                 i = j
@@ -199,17 +298,17 @@ class _MiniParser:
                 flush_loose()
                 i += 1
             else:
-                loose.append(lines[i])
+                loose.add(lines[i])
                 i += 1
         flush_loose()
 
-    def _collect(self, lines: list[LogLine], i: int, *, user: bool) -> tuple[list[LogLine], int]:
-        """Lines of the block starting after index i, up to the next block marker."""
-        body: list[LogLine] = []
+    def _collect(self, lines: _Window, i: int, body: list[LogLine] | _Block, *, user: bool) -> int:
+        """Add the lines of the block starting after index i, up to the next block marker, to `body`."""
+        add = body.append if isinstance(body, list) else body.add
         in_output = False
         j = i + 1
-        n = len(lines)
-        while j < n:
+        while lines.has(j):
+            lines.release(j)
             t = lines[j].text
             if not in_output:
                 k = self._skip_noise(lines, j)
@@ -224,40 +323,41 @@ class _MiniParser:
                 in_output = True
             elif user and in_output and "</output" in t:
                 in_output = False
-            body.append(lines[j])
+            add(lines[j])
             j += 1
-        return body, j
+        return j
 
-    def _message(self, lines: list[LogLine], i: int, role: str) -> int:
-        body, j = self._collect(lines, i, user=(role == "user"))
-        block = _trim(body)
-        header = [lines[i]]
-        span = header + block
-        text = _join(block)
+    def _message(self, lines: _Window, i: int, role: str) -> int:
+        header = lines[i]
+        block = _Block()
+        j = self._collect(lines, i, block, user=(role == "user"))
+        last = block.last or header
+        text = block.text()
         if role == "system":
-            self.sink.add(EventKind.SYSTEM, "[system prompt]\n" + text, span)
+            self.sink.add(EventKind.SYSTEM, "[system prompt]\n" + text, header, last)
             return j
-        if self.steps == 0 and not any(e.kind == EventKind.TOOL_CALL for e in self.sink.events):
-            self.sink.add(EventKind.SYSTEM, "[task prompt]\n" + text, span)
+        if self.steps == 0 and not self.sink.tool_calls:
+            self.sink.add(EventKind.SYSTEM, "[task prompt]\n" + text, header, last)
             return j
         if not block:
             return j  # the final, empty `User:` after the submission command
         m = _RETURNCODE.match(text)
         if m:
-            self.sink.add(EventKind.TOOL_OUTPUT, text, span, tool="bash", is_error=int(m.group(1)) != 0)
+            self.sink.add(EventKind.TOOL_OUTPUT, text, header, last, tool="bash", is_error=int(m.group(1)) != 0)
         elif text.startswith("The last command <command>") and "timed out" in text.split("\n", 1)[0]:
-            self.sink.add(EventKind.TOOL_OUTPUT, text, span, tool="bash", is_error=True)
+            self.sink.add(EventKind.TOOL_OUTPUT, text, header, last, tool="bash", is_error=True)
         else:
-            self.sink.add(EventKind.SYSTEM, "[harness message]\n" + text, span)
+            self.sink.add(EventKind.SYSTEM, "[harness message]\n" + text, header, last)
         return j
 
-    def _response(self, lines: list[LogLine], i: int) -> int:
+    def _response(self, lines: _Window, i: int) -> int:
         self.steps += 1
-        body, j = self._collect(lines, i, user=False)
-        block = _trim(body)
         header = lines[i]
+        body: list[LogLine] = []
+        j = self._collect(lines, i, body, user=False)
+        block = _trim(body)
         if not block:
-            self.sink.add(EventKind.AGENT_MESSAGE, f"({header.text.rstrip(':')}: empty response)", [header])
+            self.sink.add(EventKind.AGENT_MESSAGE, f"({header.text.rstrip(':')}: empty response)", header, header)
             return j
         opens = [k for k, ln in enumerate(block) if _FENCE_OPEN.match(ln.text)]
         fences: list[tuple[int, int]] = []
@@ -267,30 +367,23 @@ class _MiniParser:
                 fences.append((k, close))
         if len(fences) != 1:
             # mini-swe-agent executes nothing unless there is exactly one bash block
-            self.sink.add(EventKind.AGENT_MESSAGE, _join(block), [header, *block])
+            self.sink.add(EventKind.AGENT_MESSAGE, _join(block), header, block[-1])
             return j
         k, close = fences[0]
         before, command, after = _trim(block[:k]), block[k + 1:close], _trim(block[close + 1:])
         if before:
-            self.sink.add(EventKind.AGENT_MESSAGE, _join(before), [header, *before])
-        self.sink.add(EventKind.TOOL_CALL, "\n".join(ln.text for ln in command), block[k:close + 1], tool="bash")
+            self.sink.add(EventKind.AGENT_MESSAGE, _join(before), header, before[-1])
+        self.sink.add(EventKind.TOOL_CALL, "\n".join(ln.text for ln in command), block[k], block[close], tool="bash")
         if after:
-            self.sink.add(EventKind.AGENT_MESSAGE, _join(after), after)
+            self.sink.add(EventKind.AGENT_MESSAGE, _join(after), after[0], after[-1])
         return j
 
 
-def _has_mini(lines: list[LogLine]) -> bool:
-    return any(_MINI_STEP.match(ln.text) or _MINI_START.match(ln.text) or ln.text == "System:" for ln in lines)
+def _is_mini_line(text: str) -> bool:
+    return bool(_MINI_STEP.match(text) or _MINI_START.match(text) or text == "System:")
 
 
 # --- the whole session -----------------------------------------------------------------------
-
-
-@dataclass
-class _Segment:
-    command: list[LogLine]  # the prompt line (and continuation lines) that typed it; empty before the first
-    body: list[LogLine]
-    typed: TypedCommand | None = None
 
 
 def _harness_line(ln: LogLine, typed: list[TypedCommand]) -> tuple[bool, TypedCommand | None, str | None]:
@@ -311,95 +404,180 @@ def _harness_line(ln: LogLine, typed: list[TypedCommand]) -> tuple[bool, TypedCo
     return False, None, None
 
 
-def parse_session(clean: CleanText, label: str, typed: list[TypedCommand]) -> SessionResult:
-    """Events of one Terminal-Bench 1 session log (already cleaned into LogLines)."""
-    lines = clean.lines
+@dataclass
+class _Pass:
+    """What one read of the session found: the verifier cut, removed spinner lines, and per segment what it holds."""
+
+    cut: tuple[str, int] | None = None  # (command, its line)
+    last_end_line: int = 0
+    spinners: int = 0
+    any_text: bool = False
+    has_mini: list[bool] = field(default_factory=lambda: [False])  # per segment; [0] is the lead before any command
+    not_found: list[int | None] = field(default_factory=lambda: [None])  # first 'mini: command not found' line
+    lead_line: int | None = None  # first non-blank line of the lead
+
+
+_Token = tuple[str, Any, Any]
+
+
+def _tokens(lines: Iterable[LogLine], typed: list[TypedCommand], st: _Pass, *, read_to_end: bool) -> Iterator[_Token]:
+    """The session as ("cmd", command lines, typed match) at each harness command and ("line", line, None) between.
+
+    Everything from the harness's test command on is the verifier phase and yields nothing (its extent is recorded);
+    leftover spinner lines are counted and skipped."""
+    test_typed = next((t for t in typed if TEST_COMMAND.search(t.text)), None)
+    command: list[LogLine] | None = None
+    match: TypedCommand | None = None
+    extra = 0
+    for ln in lines:
+        st.last_end_line = ln.end_line
+        if ln.text.strip():
+            st.any_text = True
+        if st.cut is not None:
+            if not read_to_end:
+                break
+            continue
+        is_cmd, m, cmd = _harness_line(ln, typed)
+        if is_cmd and cmd is not None and (TEST_COMMAND.search(cmd) or (test_typed is not None and m == test_typed)):
+            st.cut = (cmd, ln.line)
+            continue
+        if _SPINNER.match(ln.text):
+            st.spinners += 1
+            continue
+        if command is not None:
+            if extra and (ln.text == ">" or ln.text.startswith("> ")):
+                command.append(ln)
+                extra -= 1
+                continue
+            yield ("cmd", command, match)
+            command = None
+        if is_cmd:
+            command, match, extra = [ln], m, (m.text.count("\n") if m else 0)
+            continue
+        yield ("line", ln, None)
+    if command is not None:
+        yield ("cmd", command, match)
+
+
+def _scan(lines: Iterable[LogLine], typed: list[TypedCommand]) -> _Pass:
+    st = _Pass()
+    for kind, value, _ in _tokens(lines, typed, st, read_to_end=True):
+        if kind == "cmd":
+            st.has_mini.append(False)
+            st.not_found.append(None)
+            continue
+        text = value.text
+        if st.lead_line is None and len(st.has_mini) == 1 and text.strip():
+            st.lead_line = value.line
+        if not st.has_mini[-1] and _is_mini_line(text):
+            st.has_mini[-1] = True
+        if st.not_found[-1] is None and _MINI_NOT_FOUND.search(text):
+            st.not_found[-1] = value.line
+    return st
+
+
+READ_ONCE_BYTES = 2_000_000
+"""Logs up to this size are cleaned once and held (fast); larger ones are cleaned twice as streams (bounded memory)."""
+
+LineSource = Callable[[], Iterator[LogLine]]
+"""Opens the session's clean lines afresh: the session is read twice (structure first, then events)."""
+
+
+def parse_lines(source: LineSource, invalid_utf8: Callable[[], int], label: str, typed: list[TypedCommand]) -> SessionResult:
+    """Events of one Terminal-Bench 1 session, read as a stream in two passes (memory bounded by the largest block)."""
     notes: list[str] = []
-    sink = _Sink(label)
-    if clean.invalid_utf8:
-        notes.append(f"{label}: {clean.invalid_utf8} invalid UTF-8 byte sequence(s) shown as U+FFFD")
-    if not lines or not any(ln.text.strip() for ln in lines):
+    st = _scan(source(), typed)
+    if invalid_utf8():
+        notes.append(f"{label}: {invalid_utf8()} invalid UTF-8 byte sequence(s) shown as U+FFFD")
+    if not st.any_text:
         notes.append(f"{label}: empty log (nothing recorded)")
         return SessionResult([], notes)
+    if st.cut is not None:
+        notes.append(f"{label}: verifier phase removed: lines {st.cut[1]}-{st.last_end_line} "
+                     f"(from the harness command '{st.cut[0]}')")
+    if st.spinners:
+        notes.append(f"{label}: {st.spinners} leftover spinner line(s) removed")
 
-    # 1. cut the verifier phase
-    test_typed = next((t for t in typed if TEST_COMMAND.search(t.text)), None)
-    for idx, ln in enumerate(lines):
-        is_cmd, match, cmd = _harness_line(ln, typed)
-        if not is_cmd or cmd is None:
-            continue
-        if TEST_COMMAND.search(cmd) or (test_typed is not None and match == test_typed):
-            cut = lines[idx:]
-            notes.append(f"{label}: verifier phase removed: lines {cut[0].line}-{cut[-1].end_line} "
-                         f"(from the harness command '{cmd}')")
-            lines = lines[:idx]
-            break
+    sink = _Sink(label)
+    mini = _MiniParser(sink)
+    toks = _tokens(source(), typed, _Pass(), read_to_end=False)
+    pending: list[_Token] = []
 
-    # 2. spinner leftovers (a redrawn status line; never content)
-    kept = [ln for ln in lines if not _SPINNER.match(ln.text)]
-    if len(kept) != len(lines):
-        notes.append(f"{label}: {len(lines) - len(kept)} leftover spinner line(s) removed")
-    lines = kept
+    def body() -> Iterator[LogLine]:
+        """The lines up to the next harness command (which is kept for the caller)."""
+        for tok in toks:
+            if tok[0] == "cmd":
+                pending.append(tok)
+                return
+            yield tok[1]
 
-    # 3. split at the harness's command lines
-    segments: list[_Segment] = [_Segment([], [])]
-    i = 0
-    while i < len(lines):
-        ln = lines[i]
-        is_cmd, match, cmd = _harness_line(ln, typed)
-        if is_cmd:
-            command = [ln]
-            extra = match.text.count("\n") if match else 0
-            while extra and i + 1 < len(lines) and (lines[i + 1].text == ">" or lines[i + 1].text.startswith("> ")):
-                i += 1
-                extra -= 1
-                command.append(lines[i])
-            segments.append(_Segment(command, [], match))
-        else:
-            segments[-1].body.append(ln)
-        i += 1
+    def block_of(lines: Iterable[LogLine], prefix: str) -> _Block:
+        block = _Block(prefix)
+        for ln in lines:
+            block.add(ln)
+        return block
 
     launch = next((t for t in typed if not is_harness_bookkeeping(t.text)), None)
-    mini = _MiniParser(sink)
-    lead = _trim(segments[0].body)
-    if lead:
-        notes.append(f"{label}: starts mid-stream (line {lead[0].line} is not a harness command)")
-        if _has_mini(lead):
-            mini.parse(lead)
+    if st.lead_line is not None:
+        notes.append(f"{label}: starts mid-stream (line {st.lead_line} is not a harness command)")
+        if st.has_mini[0]:
+            mini.parse(_Window(_trimmed(body())))
         else:
-            sink.add(EventKind.SYSTEM, "[log starts mid-stream]\n" + _join(lead), lead)
-
-    for seg in segments[1:]:
-        head = "\n".join(ln.text for ln in seg.command)
-        body = _trim(seg.body)
-        _, _, cmd = _harness_line(seg.command[0], typed)
+            lead = block_of(body(), "[log starts mid-stream]\n")
+            sink.add(EventKind.SYSTEM, lead.text(), lead.first, lead.last)  # type: ignore[arg-type]
+    if not pending:  # a lead of blank lines only (a body that reached a command left it in `pending`)
+        for _ in body():
+            pass
+    seg = 0
+    while pending:
+        _, command, match = pending.pop()
+        seg += 1
+        head = "\n".join(ln.text for ln in command)
+        _, _, cmd = _harness_line(command[0], typed)
         is_launch = cmd is not None and (
-            (launch is not None and seg.typed == launch) or (launch is None and not typed and not is_harness_bookkeeping(cmd)))
+            (launch is not None and match == launch) or (launch is None and not typed and not is_harness_bookkeeping(cmd)))
         if not is_launch:
-            text = "[harness] " + head + ("\n" + _join(body) if body else "")
-            sink.add(EventKind.SYSTEM, text, seg.command + body)
+            block = block_of(body(), "[harness] " + head + "\n")
+            text = block.text() if block else "[harness] " + head
+            sink.add(EventKind.SYSTEM, text, command[0], block.last or command[-1])
             continue
-        sink.add(EventKind.SYSTEM, "[agent launch] " + head, seg.command)
-        if not body:
-            continue
-        if any(_MINI_NOT_FOUND.search(ln.text) for ln in body) and not _has_mini(body):
-            notes.append(f"{label}: the agent never started ('mini: command not found', line "
-                         f"{next(ln.line for ln in body if _MINI_NOT_FOUND.search(ln.text))})")
-            sink.add(EventKind.SYSTEM, "[agent output]\n" + _join(body), body)
-        elif _has_mini(body):
-            mini.parse(body)
+        sink.add(EventKind.SYSTEM, "[agent launch] " + head, command[0], command[-1])
+        if st.not_found[seg] is not None and not st.has_mini[seg]:
+            notes.append(f"{label}: the agent never started ('mini: command not found', line {st.not_found[seg]})")
+            block = block_of(body(), "[agent output]\n")
+            sink.add(EventKind.SYSTEM, block.text(), block.first, block.last)  # type: ignore[arg-type]
+        elif st.has_mini[seg]:
+            mini.parse(_Window(_trimmed(body())))
         else:
-            sink.add(EventKind.SYSTEM, "[agent output: no structured steps]\n" + _join(body), body)
+            block = block_of(body(), "[agent output: no structured steps]\n")
+            if block:
+                sink.add(EventKind.SYSTEM, block.text(), block.first, block.last)  # type: ignore[arg-type]
+        if not pending:  # whatever a parser left unread
+            for _ in body():
+                pass
     if mini.litellm_blocks:
         notes.append(f"{label}: {mini.litellm_blocks} LiteLLM logging-error block(s) removed "
                      f"({mini.litellm_lines} lines)")
     return SessionResult(sink.events, notes, mini.steps)
 
 
+def parse_session(clean: CleanText, label: str, typed: list[TypedCommand]) -> SessionResult:
+    """Events of one Terminal-Bench 1 session log already cleaned into LogLines."""
+    return parse_lines(lambda: iter(clean.lines), lambda: clean.invalid_utf8, label, typed)
+
+
 def read_session(path: Path, label: str, typed: list[TypedCommand]) -> tuple[SessionResult, Path]:
-    """Read and parse one agent.log (raw stream) or post-agent.txt (pane capture); also its path (for its size)."""
-    data = path.read_bytes()
-    is_pane = path.name.endswith(".txt")
-    clean = unwrap_pane(data) if is_pane else clean_stream(data)
-    del data  # sized again from the file (log_size reads a path in chunks): the bytes are not kept
-    return parse_session(clean, label, typed), path
+    """Read and parse one agent.log (raw stream) or post-agent.txt (pane capture), streaming; also its path (for its size)."""
+    clean_lines = iter_pane if path.name.endswith(".txt") else iter_stream
+    counter = Counter()
+    if path.stat().st_size <= READ_ONCE_BYTES:
+        with path.open("rb") as fh:
+            lines = list(clean_lines(fh, counter))
+        return parse_lines(lambda: iter(lines), lambda: counter.invalid_utf8, label, typed), path
+
+    def source() -> Iterator[LogLine]:
+        counter.invalid_utf8 = 0
+        with path.open("rb") as fh:
+            yield from clean_lines(fh, counter)
+
+    return parse_lines(source, lambda: counter.invalid_utf8, label, typed), path

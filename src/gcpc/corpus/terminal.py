@@ -21,16 +21,18 @@ those raw lines, so events built from it keep an exact pointer into the original
 
 from __future__ import annotations
 
+import io
 import re
 import unicodedata
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import BinaryIO, NamedTuple
 
 PANE_WIDTH = 160
 """tmux pane width of the Terminal-Bench 1 harness (every wrapped pane line is this wide)."""
 
 
-@dataclass(frozen=True, slots=True)
-class LogLine:
+class LogLine(NamedTuple):
     """One clean line: its text and where it came from (raw lines `line..end_line`, bytes `[byte_start, byte_end)`)."""
 
     text: str
@@ -47,19 +49,21 @@ class CleanText:
     """Number of undecodable byte sequences, as Python's UTF-8 decoder delimits them (each shown as U+FFFD)."""
 
 
-def _raw_lines(data: bytes) -> tuple[list[bytes], list[int]]:
-    """Split on b"\\n"; also the byte offset where each line starts. An empty file has no lines."""
-    if not data:
-        return [], []
-    parts = data.split(b"\n")
-    if parts and parts[-1] == b"" and len(parts) > 1:
-        parts.pop()  # a final newline does not start another line
-    offsets: list[int] = []
+def iter_raw_lines(source: bytes | BinaryIO) -> Iterator[tuple[bytes, int]]:
+    """(line, byte offset) per b"\\n"-separated line, read as it streams; a final newline starts no line."""
+    if isinstance(source, bytes):
+        source = io.BytesIO(source)
     pos = 0
-    for p in parts:
-        offsets.append(pos)
-        pos += len(p) + 1
-    return parts, offsets
+    for line in source:
+        yield (line[:-1] if line.endswith(b"\n") else line), pos
+        pos += len(line)
+
+
+class Counter:
+    """The invalid-UTF-8 count of a stream, known once the stream is read to its end."""
+
+    def __init__(self) -> None:
+        self.invalid_utf8 = 0
 
 
 def _decode(raw: bytes) -> tuple[str, int]:
@@ -89,43 +93,61 @@ def _count(params: str) -> int:
     return int(first) if first.isdigit() and int(first) > 0 else 1
 
 
+SCREEN_ROWS = 10_000
+"""Rows a cursor-up can still reach: older rows are final and leave the screen (a real terminal keeps far fewer)."""
+
+
 class _Screen:
-    """An unbounded list of rows with a cursor; rows remember which raw lines wrote them."""
+    """Rows with a cursor; rows remember which raw lines wrote them (`first`, `last`) and their byte span.
+
+    Only the last `SCREEN_ROWS` rows stay editable, so a log of any length replays in bounded memory."""
 
     def __init__(self) -> None:
         self.rows: list[str] = [""]
         self.first: list[int] = [0]
         self.last: list[int] = [0]
-        self.row = 0
+        self.start: list[int] = [0]
+        self.end: list[int] = [0]
+        self.base = 0  # absolute row number of rows[0]
+        self.row = 0  # absolute
         self.col = 0
+        self.cur_start = 0  # byte span of the raw line being fed
+        self.cur_end = 0
 
     def touch(self, raw_index: int) -> None:
-        self.last[self.row] = max(self.last[self.row], raw_index)
+        r = self.row - self.base
+        if raw_index >= self.last[r]:
+            self.last[r] = raw_index
+            self.end[r] = self.cur_end
 
     def goto_row(self, row: int, raw_index: int) -> None:
-        row = max(row, 0)
-        while len(self.rows) <= row:
+        row = max(row, self.base)
+        while self.base + len(self.rows) <= row:
             self.rows.append("")
             self.first.append(raw_index)
             self.last.append(raw_index)
+            self.start.append(self.cur_start)
+            self.end.append(self.cur_end)
         self.row = row
 
     def write(self, text: str, raw_index: int) -> None:
-        cur = self.rows[self.row]
+        r = self.row - self.base
+        cur = self.rows[r]
         if self.col > len(cur):
             cur += " " * (self.col - len(cur))
-        self.rows[self.row] = cur[: self.col] + text + cur[self.col + len(text):]
+        self.rows[r] = cur[: self.col] + text + cur[self.col + len(text):]
         self.col += len(text)
         self.touch(raw_index)
 
     def erase(self, mode: int, raw_index: int) -> None:
-        cur = self.rows[self.row]
+        r = self.row - self.base
+        cur = self.rows[r]
         if mode == 0:
-            self.rows[self.row] = cur[: self.col]
+            self.rows[r] = cur[: self.col]
         elif mode == 1:
-            self.rows[self.row] = " " * min(self.col + 1, len(cur)) + cur[self.col + 1:]
+            self.rows[r] = " " * min(self.col + 1, len(cur)) + cur[self.col + 1:]
         else:
-            self.rows[self.row] = ""
+            self.rows[r] = ""
         self.touch(raw_index)
 
     def feed(self, line: str, raw_index: int) -> None:
@@ -161,30 +183,43 @@ class _Screen:
         self.goto_row(self.row + 1, raw_index + 1)
         self.col = 0
 
+    def pop(self, keep: int) -> Iterator[LogLine]:
+        """Finished rows: all but the last `keep` rows below the cursor's reach."""
+        n = len(self.rows) - keep
+        if n <= 0:
+            return
+        for text, first, last, start, end in zip(self.rows[:n], self.first[:n], self.last[:n], self.start[:n], self.end[:n]):
+            yield LogLine(text.rstrip(" "), first + 1, last + 1, start, end)
+        for col in (self.rows, self.first, self.last, self.start, self.end):
+            del col[:n]
+        self.base += n
 
-def clean_stream(data: bytes) -> CleanText:
-    """Replay a raw terminal byte stream; one LogLine per resulting line (trailing spaces removed)."""
-    raw, offsets = _raw_lines(data)
+
+def iter_stream(source: bytes | BinaryIO, counter: Counter | None = None) -> Iterator[LogLine]:
+    """Replay a raw terminal byte stream as it is read; one LogLine per resulting line (trailing spaces removed)."""
     screen = _Screen()
-    invalid = 0
-    for i, part in enumerate(raw):
+    counter = counter or Counter()
+    i = -1
+    for i, (part, offset) in enumerate(iter_raw_lines(source)):
         text, bad = _decode(part)
-        invalid += bad
+        counter.invalid_utf8 += bad
+        screen.cur_start, screen.cur_end = offset, offset + len(part)
         if i:
             screen.newline(i - 1)
+        else:
+            screen.start[0], screen.end[0] = screen.cur_start, screen.cur_end
         screen.feed(text, i)
-    out: list[LogLine] = []
-    n = len(raw)
-    for text, first, last in zip(screen.rows, screen.first, screen.last):
-        if first >= n:  # a row opened after the last raw line (cursor moved down past the end)
-            first = last = n - 1 if n else 0
-        last = min(max(last, first), n - 1) if n else 0
-        start = offsets[first] if n else 0
-        end = offsets[last] + len(raw[last]) if n else 0
-        out.append(LogLine(text.rstrip(" "), first + 1, last + 1, start, end))
-    if n == 0:
-        out = []
-    return CleanText(out, invalid)
+        if screen.row - screen.base > 2 * SCREEN_ROWS:
+            yield from screen.pop(len(screen.rows) - (screen.row - screen.base - SCREEN_ROWS))
+    if i >= 0:
+        yield from screen.pop(0)
+
+
+def clean_stream(data: bytes) -> CleanText:
+    """`iter_stream` over bytes in memory, collected."""
+    counter = Counter()
+    lines = list(iter_stream(data, counter))
+    return CleanText(lines, counter.invalid_utf8)
 
 
 def display_width(text: str) -> int:
@@ -202,8 +237,8 @@ def display_width(text: str) -> int:
 _RULE = re.compile(r"[\u2500-\u257f]+")
 
 
-def unwrap_pane(data: bytes, width: int = PANE_WIDTH) -> CleanText:
-    """Lines of a pane capture with the pane's hard wraps joined.
+def iter_pane(source: bytes | BinaryIO, counter: Counter | None = None, width: int = PANE_WIDTH) -> Iterator[LogLine]:
+    """Lines of a pane capture with the pane's hard wraps joined, as the capture is read.
 
     A line exactly `width` columns wide continues on the next line. So does a line one column
     short: either the next line starts with a wide character that did not fit, or the row ended
@@ -211,31 +246,29 @@ def unwrap_pane(data: bytes, width: int = PANE_WIDTH) -> CleanText:
     with box characters fills the pane on purpose and is never joined. A genuine line of
     exactly `width` or `width - 1` columns is joined too: the capture cannot tell them apart.
     """
-    raw, offsets = _raw_lines(data)
-    invalid = 0
-    texts: list[str] = []
-    lengths = [len(p) for p in raw]
-    for n in range(len(raw)):
-        text, bad = _decode(raw[n].rstrip(b"\r"))
-        raw[n] = b""  # each raw line is dropped once decoded: the bytes are not held twice
-        invalid += bad
-        texts.append(text)
-    del raw
-    out: list[LogLine] = []
-    i = 0
-    while i < len(texts):
-        start = i
-        text = texts[i]
-        while i + 1 < len(texts):
-            w = display_width(texts[i])
-            nxt = texts[i + 1]
-            if _RULE.fullmatch(texts[i]) or w < width - 1 or w > width:
-                break
-            if w == width or display_width(nxt[:1]) == 2:
-                text += nxt  # a full row, or a wide character that did not fit in the last column
-            else:
-                text += " " + nxt  # the row ended in a space that the capture trimmed
-            i += 1
-        out.append(LogLine(text.rstrip(" "), start + 1, i + 1, offsets[start], offsets[i] + lengths[i]))
-        i += 1
-    return CleanText(out, invalid)
+    counter = counter or Counter()
+    parts: list[str] = []
+    start = start_byte = end = end_byte = 0
+    prev = ""
+    for n, (raw, offset) in enumerate(iter_raw_lines(source)):
+        text, bad = _decode(raw.rstrip(b"\r"))
+        counter.invalid_utf8 += bad
+        if parts:
+            w = display_width(prev)
+            if width - 1 <= w <= width and not _RULE.fullmatch(prev):
+                # a full row, or a wide character that did not fit in the last column; else a trimmed space
+                parts.append(text if w == width or display_width(text[:1]) == 2 else " " + text)
+                prev, end, end_byte = text, n, offset + len(raw)
+                continue
+            yield LogLine("".join(parts).rstrip(" "), start + 1, end + 1, start_byte, end_byte)
+        parts = [text]
+        prev, start, start_byte, end, end_byte = text, n, offset, n, offset + len(raw)
+    if parts:
+        yield LogLine("".join(parts).rstrip(" "), start + 1, end + 1, start_byte, end_byte)
+
+
+def unwrap_pane(data: bytes, width: int = PANE_WIDTH) -> CleanText:
+    """`iter_pane` over bytes in memory, collected."""
+    counter = Counter()
+    lines = list(iter_pane(data, counter, width))
+    return CleanText(lines, counter.invalid_utf8)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from gcpc.corpus.models import Event, EventKind, Outcome, SourceRef, Trajectory
 from gcpc.judging.spec import MIN_EVENT_CHARS, ArmSpec
 from gcpc.judging.stage import judge_arm
@@ -64,4 +66,44 @@ def test_a_log_that_cannot_fit_is_excluded_with_the_reason(tmp_path):
     traj = _traj([3000] * 40)
     (j,), records = _judge([traj], 2000, tmp_path)
     assert j.status == "skipped" and j.request_key is None and not records
+    assert j.error.startswith("log does not fit the judge's context window (2000 tokens")
+
+
+def _judge_arm(kind: str, template: str, trajs, window: int | None, tmp_path):
+    from gcpc.corpus.models import Task
+
+    cfg = dict(HEURISTIC, context_window=window) if window else HEURISTIC
+    arm = ArmSpec.from_params(kind, {"kind": kind, "template": str(ROOT / "prompts" / "judging" / template)},
+                              {"max_event_chars": 4000})
+    tasks = {("b", "t"): Task(benchmark="b", task_id="t", instruction="Write /root/out.txt with the build's result.",
+                              source_path="x")}
+    client = make_client(cfg, tmp_path / "calls.jsonl", progress=False)
+    try:
+        judgments = judge_arm(arm, trajs, llm_cfg=cfg, client=client, tasks=tasks)
+        requests = [r for r in client.store.records() if r.request["purpose"].startswith("judgment:")]
+    finally:
+        client.store.close()
+    return judgments, requests
+
+
+@pytest.mark.parametrize(("kind", "template"), [("holistic", "holistic.jinja"), ("tick", "tick")])
+def test_holistic_and_tick_fit_the_same_budget_and_record_the_cut(kind, template, tmp_path):
+    traj = _traj([300, 3000, 3900])
+    (uncut,), plain = _judge_arm(kind, template, [traj], None, tmp_path / "a")
+    (fitted,), records = _judge_arm(kind, template, [traj], 2600, tmp_path / "b")
+    assert uncut.status == fitted.status == "ok" and plain and records
+    assert all("context_cut" not in r.request["inputs"] for r in plain)
+    cuts = [r.request["inputs"]["context_cut"] for r in records]
+    assert all(c == cuts[0] for c in cuts)  # TICK: every question sees the same fitted log
+    assert cuts[0]["events_cut"] == [2, 3] and MIN_EVENT_CHARS <= cuts[0]["event_cap_chars"] < 3000
+    for r in records:
+        chars = sum(len(m["content"]) for m in r.request["messages"])
+        assert -(-chars // 4) <= 2600 * 0.95 - 1000
+        assert "chars truncated ...]" in "".join(m["content"] for m in r.request["messages"])
+
+
+@pytest.mark.parametrize(("kind", "template"), [("holistic", "holistic.jinja"), ("tick", "tick")])
+def test_holistic_and_tick_exclude_a_log_that_cannot_fit(kind, template, tmp_path):
+    (j,), records = _judge_arm(kind, template, [_traj([3000] * 40)], 2000, tmp_path)
+    assert j.status == "skipped" and not records
     assert j.error.startswith("log does not fit the judge's context window (2000 tokens")

@@ -12,7 +12,7 @@ from typing import Any
 from gcpc.corpus.models import Event
 from gcpc.judging.checklist_arm import judgment_fields, make_request
 from gcpc.judging.models import Judgment
-from gcpc.judging.spec import ArmInputs, ArmSpec, judge_view, task_key
+from gcpc.judging.spec import ArmInputs, ArmSpec, LogTooLong, fit_view, task_key
 from gcpc.llm import LLMClient, LLMRequest
 from gcpc.llm.prompts import PromptTemplate
 from gcpc.llm.schemas import HolisticJudgment
@@ -22,10 +22,10 @@ SCALE_MAX = 10
 
 def build_holistic_request(events: Sequence[Event], instruction: str, *, arm: ArmSpec, llm_cfg: dict[str, Any],
                            template: PromptTemplate) -> LLMRequest:
-    log, visible = judge_view(events, arm.view, mark_authored=arm.mark_authored)
-    messages = template.render(HolisticJudgment, instruction=instruction, log=log)
+    _, visible, messages, cut = fit_view(events, arm.view, llm_cfg, mark_authored=arm.mark_authored,
+                                         render=lambda log: template.render(HolisticJudgment, instruction=instruction, log=log))
     return make_request(f"judgment:{arm.name}", messages, HolisticJudgment, template, llm_cfg,
-                    {"instruction": instruction, "events": visible})
+                        {"instruction": instruction, "events": visible} | ({"context_cut": cut} if cut else {}))
 
 
 def judge_holistic_arm(inputs: ArmInputs, *, arm: ArmSpec, llm_cfg: dict[str, Any], client: LLMClient) -> list[Judgment]:
@@ -38,7 +38,13 @@ def judge_holistic_arm(inputs: ArmInputs, *, arm: ArmSpec, llm_cfg: dict[str, An
             out.append(Judgment(**judgment_fields(traj, arm, llm_cfg, evidence_gate=False), checklist_hash="", request_key=None,
                                 status="skipped", error="task instruction not found among ingested tasks"))
             continue
-        pending.append((traj, build_holistic_request(traj.events, task.instruction, arm=arm, llm_cfg=llm_cfg, template=template)))
+        try:
+            request = build_holistic_request(traj.events, task.instruction, arm=arm, llm_cfg=llm_cfg, template=template)
+        except LogTooLong as exc:
+            out.append(Judgment(**judgment_fields(traj, arm, llm_cfg, evidence_gate=False), checklist_hash="", request_key=None,
+                                status="skipped", error=str(exc)))
+            continue
+        pending.append((traj, request))
     results = client.run([p[1] for p in pending], HolisticJudgment, desc=f"judge {arm.name}")
     for (traj, _), result in zip(pending, results, strict=True):
         common = judgment_fields(traj, arm, llm_cfg, evidence_gate=False) | {"checklist_hash": "", "request_key": result.key}

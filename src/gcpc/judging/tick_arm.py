@@ -22,7 +22,7 @@ from gcpc.corpus.models import Trajectory
 from gcpc.io import content_hash
 from gcpc.judging.checklist_arm import judgment_fields, make_request
 from gcpc.judging.models import ItemLabel, Judgment
-from gcpc.judging.spec import ArmInputs, ArmSpec, judge_view, task_key
+from gcpc.judging.spec import ArmInputs, ArmSpec, LogTooLong, fit_view, task_key
 from gcpc.llm import LLMClient, LLMRequest
 from gcpc.llm.prompts import PromptTemplate
 from gcpc.llm.schemas import TickAnswer, TickChecklist
@@ -49,9 +49,13 @@ def build_generation_request(instruction: str, *, arm: ArmSpec, llm_cfg: dict[st
 
 def build_question_requests(traj: Trajectory, instruction: str, questions: list[str], *, arm: ArmSpec, llm_cfg: dict[str, Any],
                             template: PromptTemplate) -> list[LLMRequest]:
-    log, visible = judge_view(traj.events, arm.view, mark_authored=arm.mark_authored)
+    """One request per question, all over the same log: fitted to the context window with the longest question."""
+    longest = max(questions, key=len, default="")
+    log, visible, _, cut = fit_view(traj.events, arm.view, llm_cfg, mark_authored=arm.mark_authored,
+                                    render=lambda log: template.render(TickAnswer, instruction=instruction, log=log, question=longest))
+    extra = {"context_cut": cut} if cut else {}
     return [make_request(f"judgment:{arm.name}", template.render(TickAnswer, instruction=instruction, log=log, question=q),
-                     TickAnswer, template, llm_cfg, {"instruction": instruction, "question": q, "events": visible})
+                         TickAnswer, template, llm_cfg, {"instruction": instruction, "question": q, "events": visible} | extra)
             for q in questions]
 
 
@@ -79,8 +83,12 @@ def judge_tick_arm(inputs: ArmInputs, *, arm: ArmSpec, llm_cfg: dict[str, Any], 
                                 error=f"question generation failed: {generated.error}"))
             continue
         questions = [" ".join(q.split()) for q in TickChecklist.model_validate(generated.parsed).questions]
-        requests = build_question_requests(traj, inputs.tasks[key].instruction, questions, arm=arm, llm_cfg=llm_cfg,
-                                           template=judge_template)
+        try:
+            requests = build_question_requests(traj, inputs.tasks[key].instruction, questions, arm=arm, llm_cfg=llm_cfg,
+                                               template=judge_template)
+        except LogTooLong as exc:
+            out.append(Judgment(**common, checklist_hash="", request_key=generated.key, status="skipped", error=str(exc)))
+            continue
         pending.append((traj, questions, generated.key, requests))
 
     answers = client.run([r for p in pending for r in p[3]], TickAnswer, desc=f"judge {arm.name}")

@@ -215,13 +215,10 @@ def test_concurrent_run_keeps_input_order_and_the_concurrency_limit(api, tmp_pat
     server.latency_s = 0.05
     client = make_client(cfg(name, server, concurrency=6), tmp_path / "c.jsonl", progress=False)
     reqs = [judge_req(name, n) for n in range(30)]
-    t0 = time.monotonic()
     results = client.run(reqs, ChecklistJudgment)
-    elapsed = time.monotonic() - t0
     client.store.close()
     assert [r.key for r in results] == [r.key for r in reqs] and all(r.ok for r in results)
-    assert 2 <= server.max_inflight <= 6
-    assert elapsed < 30 * 0.05 * 0.6  # well below serial time
+    assert 2 <= server.max_inflight <= 6  # calls overlapped, never more than the limit (speed itself: bench/bench_llm_throughput.py)
     assert len(records(tmp_path / "c.jsonl")) == 30
 
 

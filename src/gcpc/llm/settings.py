@@ -8,6 +8,9 @@ of the environment variable that holds one (`api_key_env`).
 
 from __future__ import annotations
 
+import functools
+import hashlib
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -114,5 +117,22 @@ class LLMSettings(_Strict):
 
 
 def sampling_params(cfg: dict[str, Any]) -> dict[str, Any]:
-    """The sampling settings that belong in the request key (and so invalidate the cache when changed)."""
-    return {k: cfg[k] for k in SAMPLING_KEYS if cfg.get(k) is not None}
+    """The sampling settings that belong in the request key (and so invalidate the cache when changed).
+
+    For the heuristic provider (recorded or replayed) the hash of its rules' source is one of them:
+    a rule change is a new "model", so no stored answer of the old rules is reused."""
+    out = {k: cfg[k] for k in SAMPLING_KEYS if cfg.get(k) is not None}
+    provider = cfg.get("recorded_provider", cfg.get("provider")) if cfg.get("provider") == "replay" else cfg.get("provider")
+    if provider == "heuristic":
+        out["heuristic_rules"] = heuristic_rules_hash()
+    return out
+
+
+@functools.cache
+def heuristic_rules_hash() -> str:
+    """sha256 (first 16 hex digits) over the heuristic provider's source files, in name order."""
+    folder = Path(__file__).resolve().parent / "heuristic"
+    h = hashlib.sha256()
+    for path in sorted(folder.glob("*.py")):
+        h.update(path.name.encode() + b"\0" + path.read_bytes().replace(b"\r\n", b"\n") + b"\0")
+    return h.hexdigest()[:16]

@@ -18,7 +18,6 @@ refusal), a 401 mid-run (the stage stops), and the stage is `kill -9`ed mid-run 
 
 from __future__ import annotations
 
-import copy
 import os
 import shutil
 import signal
@@ -30,6 +29,7 @@ from pathlib import Path
 import pytest
 import yaml
 from fakeservers import FakeOpenAI, Fault
+from judge_corpus import replicated_corpus
 
 from gcpc.io import iter_jsonl, write_jsonl
 from gcpc.llm.store import CallStore, is_refusal
@@ -44,31 +44,9 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> Path:
     """Demo corpus ingested, checklists synthesized (heuristic), trajectories replicated to 40 distinct requests."""
-    from gcpc.corpus.ingest import run as ingest
-    from gcpc.corpus.models import Task
-    from gcpc.io import read_models
-    from gcpc.params import load_params
-    from gcpc.synthesis.generate import SynthesisSettings
-    from gcpc.synthesis.stage import synthesize_all
-
-    root = tmp_path_factory.mktemp("corpus")
+    root = replicated_corpus(tmp_path_factory.mktemp("corpus"), 40)
     processed = root / "data" / "processed"
-    params = load_params(ROOT / "params.yaml")
-    ingest({**params["data"], "out_dir": str(processed / "ingest")}, ROOT)
-    tasks = read_models(processed / "ingest" / "tasks.jsonl", Task)
-    settings = SynthesisSettings.from_params({**params.get("synthesis", {}), "prompts_dir": str(ROOT / "prompts")})
-    synthesize_all(tasks, {"provider": "heuristic", "model": "gcpc-heuristic-v1", "max_tokens": 4096, "seed": 0, "temperature": 0.0},
-                   settings, processed / "synthesize", progress=False)
-    trajectories = list(iter_jsonl(processed / "ingest" / "trajectories.jsonl"))
-    out = []
-    for r in range(-(-40 // len(trajectories))):
-        for t in trajectories:
-            t = copy.deepcopy(t)
-            if r:
-                t["trajectory_id"] += f"~r{r}"
-                if t["events"]:
-                    t["events"][-1]["text"] += f"\n(replica {r})"
-            out.append(t)
+    out = list(iter_jsonl(processed / "ingest" / "trajectories.jsonl"))
     out[1]["events"][-1]["text"] += "\n" + MARKER  # early in the run: refused before the 401
     write_jsonl(processed / "ingest" / "trajectories.jsonl", out[:40])
     for name in ("attempts.jsonl", "llm_calls.jsonl", "usage_summary.json"):

@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import copy
 import json
 import os
 import shutil
@@ -25,9 +24,10 @@ import pytest
 import yaml
 from fakeservers import FakeOpenAI, Fault
 from fakeservers.base import prompt_digest
+from judge_corpus import replicated_corpus
 
 from gcpc.llm.store import read_call_records
-from gcpc.io import iter_jsonl, write_jsonl
+from gcpc.io import iter_jsonl
 from gcpc.llm.store import CallStore
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,34 +39,7 @@ JUDGMENTS = Path("data/processed/judge/gcpc/judgments.jsonl")
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> Path:
     """Demo corpus ingested, checklists synthesized (heuristic), trajectories replicated to >= 200 distinct requests."""
-    from gcpc.corpus.ingest import run as ingest
-    from gcpc.corpus.models import Task
-    from gcpc.io import read_models
-    from gcpc.params import load_params
-    from gcpc.synthesis.generate import SynthesisSettings
-    from gcpc.synthesis.stage import synthesize_all
-
-    root = tmp_path_factory.mktemp("corpus")
-    processed = root / "data" / "processed"
-    params = load_params(ROOT / "params.yaml")
-    ingest({**params["data"], "out_dir": str(processed / "ingest")}, ROOT)
-    tasks = read_models(processed / "ingest" / "tasks.jsonl", Task)
-    settings = SynthesisSettings.from_params({**params.get("synthesis", {}), "prompts_dir": str(ROOT / "prompts")})
-    synthesize_all(tasks, {"provider": "heuristic", "model": "gcpc-heuristic-v1", "max_tokens": 4096, "seed": 0, "temperature": 0.0},
-                   settings, processed / "synthesize", progress=False)
-    trajectories = list(iter_jsonl(processed / "ingest" / "trajectories.jsonl"))
-    replicas = -(-220 // len(trajectories))
-    out = []
-    for r in range(replicas):
-        for t in trajectories:
-            t = copy.deepcopy(t)
-            if r:
-                t["trajectory_id"] += f"~r{r}"
-                if t["events"]:
-                    t["events"][-1]["text"] += f"\n(replica {r})"
-            out.append(t)
-    write_jsonl(processed / "ingest" / "trajectories.jsonl", out)
-    return root
+    return replicated_corpus(tmp_path_factory.mktemp("corpus"), 220)
 
 
 def workdir(dest: Path, corpus: Path, server: FakeOpenAI, **judge) -> Path:

@@ -1,0 +1,41 @@
+"""A small judge-stage corpus for the fake-server tests: the demo ingested, checklists frozen by the heuristic
+generator, and trajectories replicated (each copy's last event marked) until there are enough distinct requests."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+from gcpc.io import iter_jsonl, write_jsonl
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def replicated_corpus(root: Path, at_least: int) -> Path:
+    """`root/data/processed/{ingest,synthesize}` with >= `at_least` trajectories (so as many distinct judge requests)."""
+    from gcpc.corpus.ingest import run as ingest
+    from gcpc.corpus.models import Task
+    from gcpc.io import read_models
+    from gcpc.params import load_params
+    from gcpc.synthesis.generate import SynthesisSettings
+    from gcpc.synthesis.stage import synthesize_all
+
+    processed = root / "data" / "processed"
+    params = load_params(ROOT / "params.yaml")
+    ingest({**params["data"], "out_dir": str(processed / "ingest")}, ROOT)
+    tasks = read_models(processed / "ingest" / "tasks.jsonl", Task)
+    settings = SynthesisSettings.from_params({**params.get("synthesis", {}), "prompts_dir": str(ROOT / "prompts")})
+    synthesize_all(tasks, {"provider": "heuristic", "model": "gcpc-heuristic-v1", "max_tokens": 4096, "seed": 0, "temperature": 0.0},
+                   settings, processed / "synthesize", progress=False)
+    trajectories = list(iter_jsonl(processed / "ingest" / "trajectories.jsonl"))
+    out = []
+    for r in range(-(-at_least // len(trajectories))):
+        for t in trajectories:
+            t = copy.deepcopy(t)
+            if r:
+                t["trajectory_id"] += f"~r{r}"
+                if t["events"]:
+                    t["events"][-1]["text"] += f"\n(replica {r})"
+            out.append(t)
+    write_jsonl(processed / "ingest" / "trajectories.jsonl", out)
+    return root

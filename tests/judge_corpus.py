@@ -11,8 +11,8 @@ from gcpc.io import iter_jsonl, write_jsonl
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def replicated_corpus(root: Path, at_least: int) -> Path:
-    """`root/data/processed/{ingest,synthesize}` with >= `at_least` trajectories (so as many distinct judge requests)."""
+def ingest_and_freeze(ingest_dir: Path, synth_dir: Path) -> None:
+    """The demo corpus ingested into `ingest_dir` and its checklists frozen (heuristic generator) into `synth_dir`."""
     from gcpc.corpus.ingest import run as ingest
     from gcpc.corpus.models import Task
     from gcpc.io import read_models
@@ -20,13 +20,18 @@ def replicated_corpus(root: Path, at_least: int) -> Path:
     from gcpc.synthesis.generate import SynthesisSettings
     from gcpc.synthesis.stage import synthesize_all
 
-    processed = root / "data" / "processed"
     params = load_params(ROOT / "params.yaml")
-    ingest({**params["data"], "out_dir": str(processed / "ingest")}, ROOT)
-    tasks = read_models(processed / "ingest" / "tasks.jsonl", Task)
+    ingest({**params["data"], "out_dir": str(ingest_dir)}, ROOT)
+    tasks = read_models(ingest_dir / "tasks.jsonl", Task)
     settings = SynthesisSettings.from_params({**params.get("synthesis", {}), "prompts_dir": str(ROOT / "prompts")})
     synthesize_all(tasks, {"provider": "heuristic", "model": "gcpc-heuristic-v1", "max_tokens": 4096, "seed": 0, "temperature": 0.0},
-                   settings, processed / "synthesize", progress=False)
+                   settings, synth_dir, progress=False)
+
+
+def replicated_corpus(root: Path, at_least: int) -> Path:
+    """`root/data/processed/{ingest,synthesize}` with >= `at_least` trajectories (so as many distinct judge requests)."""
+    processed = root / "data" / "processed"
+    ingest_and_freeze(processed / "ingest", processed / "synthesize")
     trajectories = list(iter_jsonl(processed / "ingest" / "trajectories.jsonl"))
     out = []
     for r in range(-(-at_least // len(trajectories))):

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 from fakeservers import FakeOpenAI, Fault
+from judge_corpus import ingest_and_freeze
 
 from gcpc.analysis.rq1 import rq1, rq1_table_markdown
 from gcpc.io import read_models
 from gcpc.judging.models import Judgment
 from gcpc.judging.stage import run as judge_stage
 from gcpc.llm.budget import FailureBudgetExceeded, check_failure_budget
-from gcpc.params import load_params
 from gcpc.scoring.finalize import run as finalize_stage
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,18 +24,8 @@ KEY = "sk-test-BUDGET-98765"
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> Path:
-    from gcpc.corpus.ingest import run as ingest
-    from gcpc.corpus.models import Task
-    from gcpc.synthesis.generate import SynthesisSettings
-    from gcpc.synthesis.stage import synthesize_all
-
     root = tmp_path_factory.mktemp("corpus")
-    params = load_params(ROOT / "params.yaml")
-    ingest({**params["data"], "out_dir": str(root / "ingest")}, ROOT)
-    tasks = read_models(root / "ingest" / "tasks.jsonl", Task)
-    settings = SynthesisSettings.from_params({**params.get("synthesis", {}), "prompts_dir": str(ROOT / "prompts")})
-    synthesize_all(tasks, {"provider": "heuristic", "model": "gcpc-heuristic-v1", "max_tokens": 4096, "seed": 0, "temperature": 0.0},
-                   settings, root / "synth", progress=False)
+    ingest_and_freeze(root / "ingest", root / "synth")
     return root
 
 

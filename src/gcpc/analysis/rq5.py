@@ -142,30 +142,41 @@ def same_task_pairs(values: pd.DataFrame, per_task: int | None = None, seed: int
     ``values`` holds only decidable rows (a defined, non-zero-evidence score). Paper §4.4: one pair per
     task (``per_task`` 1), so a task with many trajectories does not count many times; the PASS and
     the FAIL side are drawn with a generator seeded by (seed, task), so adding a task never changes
-    another task's pair. ``per_task`` None keeps every PASS × FAIL combination.
+    another task's pair. ``per_task`` None keeps every PASS × FAIL combination. Pairs run in task
+    order, PASS-major, each side in trajectory-id order (one sort, then array slices per task).
     """
     import zlib
 
-    frames = []
-    for task, g in values.groupby("task_id", sort=True):
-        p = g[g["outcome"] == "PASS"].sort_values("trajectory_id")
-        f = g[g["outcome"] == "FAIL"].sort_values("trajectory_id")
-        if p.empty or f.empty:
+    columns = ["task_id", "pass_id", "fail_id", "delta"]
+    v = values[values["outcome"].isin(["PASS", "FAIL"])].sort_values(["task_id", "trajectory_id"], kind="mergesort")
+    if v.empty:
+        return pd.DataFrame(columns=columns)
+    tasks = v["task_id"].to_numpy()
+    ids = v["trajectory_id"].to_numpy()
+    passed = (v["outcome"] == "PASS").to_numpy()
+    value = v["value"].to_numpy(float)
+    starts = np.flatnonzero(np.r_[True, tasks[1:] != tasks[:-1]])
+    ends = np.r_[starts[1:], len(tasks)]
+    out_task, out_pass, out_fail, out_delta = [], [], [], []
+    for a, b in zip(starts, ends):
+        p = a + np.flatnonzero(passed[a:b])
+        f = a + np.flatnonzero(~passed[a:b])
+        if not len(p) or not len(f):
             continue
         if per_task is not None:
-            rng = np.random.default_rng([int(seed), zlib.crc32(str(task).encode("utf-8"))])
-            combos = [(i, j) for i in range(len(p)) for j in range(len(f))]
-            picked = rng.choice(len(combos), size=min(int(per_task), len(combos)), replace=False)
-            idx = sorted(combos[k] for k in picked)
-            p_rows, f_rows = p.iloc[[i for i, _ in idx]], f.iloc[[j for _, j in idx]]
-            frames.append(pd.DataFrame({"task_id": task, "pass_id": p_rows["trajectory_id"].to_numpy(),
-                                        "fail_id": f_rows["trajectory_id"].to_numpy(),
-                                        "delta": p_rows["value"].to_numpy(float) - f_rows["value"].to_numpy(float)}))
-            continue
-        d = p["value"].to_numpy()[:, None] - f["value"].to_numpy()[None, :]
-        frames.append(pd.DataFrame({"task_id": task, "pass_id": np.repeat(p["trajectory_id"].to_numpy(), len(f)),
-                                    "fail_id": np.tile(f["trajectory_id"].to_numpy(), len(p)), "delta": d.ravel()}))
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["task_id", "pass_id", "fail_id", "delta"])
+            rng = np.random.default_rng([int(seed), zlib.crc32(str(tasks[a]).encode("utf-8"))])
+            picked = np.sort(rng.choice(len(p) * len(f), size=min(int(per_task), len(p) * len(f)), replace=False))
+            pi, fi = p[picked // len(f)], f[picked % len(f)]  # combination k is (k // |FAIL|, k % |FAIL|)
+        else:
+            pi, fi = np.repeat(p, len(f)), np.tile(f, len(p))
+        out_task.append(tasks[pi])
+        out_pass.append(ids[pi])
+        out_fail.append(ids[fi])
+        out_delta.append(value[pi] - value[fi])
+    if not out_task:
+        return pd.DataFrame(columns=columns)
+    return pd.DataFrame({"task_id": np.concatenate(out_task), "pass_id": np.concatenate(out_pass),
+                         "fail_id": np.concatenate(out_fail), "delta": np.concatenate(out_delta)})
 
 
 def _tasks_with_both(frame: pd.DataFrame) -> set[str]:

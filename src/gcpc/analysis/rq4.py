@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from gcpc.analysis.common import (
@@ -84,7 +85,8 @@ def _frame(scores: dict[str, float | None], meta: pd.DataFrame, zes: float | Non
     """Scores of one setting as an analysis frame. Paper §4 (zes None): zero-evidence trajectories are
     excluded in every cell, even where the outcome step gives them a defined score, so all cells of
     an arm use the same trajectories; the variant zes fills undefined scores instead."""
-    f = meta[meta["trajectory_id"].isin(list(scores))][["trajectory_id", "task_id", "outcome"]].copy()
+    ids = meta["trajectory_id"].astype(object).to_numpy()
+    f = meta[np.fromiter((t in scores for t in ids), bool, len(ids))][["trajectory_id", "task_id", "outcome"]].copy()
     f["score"] = f["trajectory_id"].map(scores).astype(float)
     f["undefined"] = f["score"].isna() | f["trajectory_id"].isin(zero_evidence)
     n_excluded = int(f["undefined"].sum())

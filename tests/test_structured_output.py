@@ -253,3 +253,23 @@ def test_strict_form_of_a_response_model_schema_is_what_the_sdk_sends_for_the_mo
 
     for model in (GeneratedChecklist, CategoryAudit, ChecklistJudgment):
         assert strict_schema(model.model_json_schema()) == type_to_response_format_param(model)["json_schema"]["schema"]
+
+
+def test_json_object_without_length_limits_states_them_in_descriptions(tmp_path, monkeypatch):
+    """llama-cpp-python's grammar sampler slows down on maxLength: `schema_length_limits: false` moves the
+    limits into descriptions on the wire; the client still rejects an over-long reply."""
+    from gcpc.llm.providers.openai_provider import limits_in_descriptions
+
+    server = serve("openai", monkeypatch, accepted_formats=LLAMA_CPP_PYTHON_FORMATS)
+    try:
+        req = request("openai", "json_object")
+        c = cfg("openai", server, schema_length_limits=False)
+        assert make_client(c, tmp_path / "c.jsonl", progress=False).run_one(req, ChecklistJudgment).ok
+        sent = chat_bodies(server)[0]["response_format"]
+        assert sent == {"type": "json_object", "schema": limits_in_descriptions(req.json_schema)}
+        assert "maxLength" not in json.dumps(sent) and "maxLength" in json.dumps(req.json_schema)
+    finally:
+        server.stop()
+    long_reason = valid_reply(["i01", "i02"])
+    long_reason["verdicts"][0]["reason"] = "r" * 601
+    assert any("reason" in e and "fails maxLength 600" in e for e in schema_errors(long_reason, request("openai", None).json_schema))

@@ -161,7 +161,7 @@ def schema_errors(instance: Any, schema: dict[str, Any], *, limit: int = 5) -> l
     out = []
     for e in errors[:limit]:
         path = "/".join(str(p) for p in e.absolute_path) or "(root)"
-        message = e.message if len(e.message) <= 200 else e.message[:200] + "..."
+        message = e.message if len(e.message) <= 200 else f"fails {e.validator} {json.dumps(e.validator_value)[:120]}"
         out.append(f"{path}: {message}")
     if len(errors) > limit:
         out.append(f"and {len(errors) - limit} more")

@@ -80,6 +80,8 @@ class LLMSettings(_Strict):
     max_tokens: int | None = Field(default=None, ge=1)
     max_tokens_from_schema: bool = Field(default=False, description="size max_tokens per request from its schema (never above max_tokens)")
     structured_output: Literal["json_schema", "json_object", "prompt"] | None = None
+    schema_length_limits: bool = Field(default=True, description="send minLength/maxLength to the server (json_object and non-strict json_schema); "
+                                                                 "off for decoders that slow down on them; the client checks them either way")
     json_schema_strict: bool = Field(default=True, description="json_schema mode: OpenAI strict subset (length limits stated in descriptions, "
                                                                "checked by the client) with strict: true; false sends the full schema")
     seed: int | None = None

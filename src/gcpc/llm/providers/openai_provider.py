@@ -50,7 +50,12 @@ STRICT_UNSUPPORTED = ("minLength", "maxLength")
 def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """The schema in OpenAI's strict form: every object closed and fully required (the SDK's own
     transform), and length limits moved from keywords into descriptions."""
-    out = _ensure_strict_json_schema(copy.deepcopy(schema), path=(), root=copy.deepcopy(schema))
+    return limits_in_descriptions(_ensure_strict_json_schema(copy.deepcopy(schema), path=(), root=copy.deepcopy(schema)))
+
+
+def limits_in_descriptions(schema: dict[str, Any]) -> dict[str, Any]:
+    """A copy with `minLength` / `maxLength` stated in the description instead of as keywords."""
+    out = copy.deepcopy(schema)
 
     def walk(node: Any) -> None:
         if isinstance(node, dict):
@@ -73,9 +78,11 @@ def _schema_name(name: str) -> str:
 
 
 @functools.lru_cache(maxsize=4096)
-def _format_for(mode: str, strict: bool, name: str, schema_json: str) -> str:
+def _format_for(mode: str, strict: bool, lengths: bool, name: str, schema_json: str) -> str:
     """The `response_format` body (as JSON) for one mode and schema; cached, since many requests share a schema."""
     schema = json.loads(schema_json)
+    if not lengths:
+        schema = limits_in_descriptions(schema)
     if mode == "json_object":
         return json.dumps({"type": "json_object", "schema": schema})
     if strict:
@@ -144,7 +151,8 @@ class OpenAIProvider(RemoteProvider):
         if mode == "prompt":
             return None
         schema_json = json.dumps(request.json_schema, ensure_ascii=False)  # key order kept: decoders emit properties in it
-        return json.loads(_format_for(mode, self.settings.json_schema_strict, request.output_schema, schema_json))
+        return json.loads(_format_for(mode, self.settings.json_schema_strict, self.settings.schema_length_limits,
+                                      request.output_schema, schema_json))
 
     def _prepare(self, request: LLMRequest) -> tuple[dict[str, Any], dict[str, Any]]:
         """(keyword arguments `create` knows, extra_body). `response_format` travels in `extra_body`,

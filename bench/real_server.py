@@ -46,10 +46,13 @@ SMOKE_OVERRIDES = [
     "data=smoke",
     f"llm@generator={LLM_CONFIG}",
     f"llm@judge={LLM_CONFIG}",
-    "judging.max_event_chars=1000",        # shorter logs: prompt processing dominates on CPU
+    "judging.max_event_chars=1000",        # shorter logs: prompt processing is a third of each call on CPU
     "analysis.rejudge.passes=2",
-    "analysis.controls.max_items=4",
+    "analysis.controls.max_items=2",
     "analysis.bootstrap.n_resamples=200",
+    # a 270M base model fails far more than the default 5% of judge requests; the check measures
+    # how many, it does not stop at the first arm that exceeds the budget
+    "+judge.failure_budget=1.0",
 ]
 
 
@@ -93,6 +96,9 @@ def env_for(dest: Path) -> dict[str, str]:
     env.update(GIT_AUTHOR_NAME="bench", GIT_AUTHOR_EMAIL="bench@localhost", GIT_COMMITTER_NAME="bench",
                GIT_COMMITTER_EMAIL="bench@localhost")
     env.pop("OPENAI_COMPAT_API_KEY", None)
+    # the shared call cache (gcpc.llm.shared_cache) in the scratch folder: answers from an earlier
+    # run (in ~/.cache) would make this one measure nothing, and this one's must not leak out
+    env["GCPC_CACHE_DIR"] = str(dest.parent / "shared-cache")
     return env
 
 
@@ -169,41 +175,52 @@ def why(error: str | None) -> str:
 
 def call_stats(processed: Path) -> dict[str, Any]:
     """Per call store and purpose: calls, valid at first attempt, attempts per call, failure reasons, speed."""
+    from gcpc.llm.store import read_call_records
+
     groups: dict[str, dict[str, list[dict]]] = defaultdict(lambda: defaultdict(list))
-    for store in sorted(processed.rglob("llm_calls.jsonl")):
-        stage = str(store.parent.relative_to(processed))
-        for line in store.read_text(encoding="utf-8").splitlines():
-            if line.strip():
-                r = json.loads(line)
-                groups[f"{stage} | {r['purpose']}"][r["key"]].append(r)
+    by_key: dict[str, list[dict]] = {}
+    for store in sorted(processed.rglob("llm_calls*.jsonl")):
+        if store.name.endswith(".blobs.jsonl"):
+            continue
+        stage = str(store.relative_to(processed).with_suffix(""))
+        for r in read_call_records(store):
+            if r["provider"] == "heuristic":  # e.g. rejudge's swap judge: no server call
+                continue
+            groups[f"{stage} | {r['purpose']}"][r["key"]].append(r)
+            # an answer shared between stores (gcpc_gate reuses gcpc's requests through the shared
+            # cache, copied into its own store) was one server call: the total counts each key once
+            by_key.setdefault(r["key"], [])
+            if (r["attempt"], r.get("response_text")) not in {(x["attempt"], x.get("response_text")) for x in by_key[r["key"]]}:
+                by_key[r["key"]].append(r)
     out: dict[str, Any] = {}
-    totals = Counter()
-    for name, by_key in sorted(groups.items()):
-        recs = [r for rs in by_key.values() for r in rs]
-        first = [min(rs, key=lambda r: r["attempt"]) for rs in by_key.values()]
-        usage_in = sum((r.get("usage") or {}).get("input_tokens", 0) + (r.get("usage") or {}).get("cache_read_input_tokens", 0) for r in recs)
-        usage_out = sum((r.get("usage") or {}).get("output_tokens", 0) for r in recs)
-        latency = sum(r.get("latency_s") or 0.0 for r in recs)
-        out[name] = {
-            "calls": len(by_key),
-            "valid_at_first_attempt": round(sum(r["ok"] for r in first) / len(first), 3),
-            "valid_in_the_end": round(sum(any(r["ok"] for r in rs) for rs in by_key.values()) / len(by_key), 3),
-            "attempts_per_call": round(len(recs) / len(by_key), 2),
-            "failed_attempts_by_reason": dict(sorted(Counter(why(r["error"]) for r in recs if not r["ok"]).items())),
-            "cut_off_replies": sum(r.get("stop_reason") in ("length", "max_tokens") for r in recs),
-            "prompt_tokens": usage_in, "completion_tokens": usage_out, "model_seconds": round(latency, 1),
-        }
-        totals.update(attempts=len(recs), calls=len(by_key), first_ok=sum(r["ok"] for r in first), prompt=usage_in,
-                      completion=usage_out)
-        totals["seconds"] += latency
-    out["TOTAL"] = {"calls": totals["calls"], "attempts": totals["attempts"],
-                    "valid_at_first_attempt": round(totals["first_ok"] / max(1, totals["calls"]), 3),
-                    "attempts_per_call": round(totals["attempts"] / max(1, totals["calls"]), 2),
-                    "prompt_tokens": totals["prompt"], "completion_tokens": totals["completion"],
-                    "model_seconds": round(totals["seconds"], 1),
-                    "tokens_per_s_all": round((totals["prompt"] + totals["completion"]) / max(1e-9, totals["seconds"]), 1),
-                    "completion_tokens_per_s_incl_prompt": round(totals["completion"] / max(1e-9, totals["seconds"]), 1)}
+    for name, keyed in sorted(groups.items()):
+        out[name] = _group_stats(keyed)
+    total = _group_stats(by_key) if by_key else {"calls": 0, "attempts": 0}
+    total["attempts"] = sum(len(rs) for rs in by_key.values())
+    secs = total.get("model_seconds") or 0.0
+    total["tokens_per_s_all"] = round((total.get("prompt_tokens", 0) + total.get("completion_tokens", 0)) / max(1e-9, secs), 1)
+    total["completion_tokens_per_s_incl_prompt"] = round(total.get("completion_tokens", 0) / max(1e-9, secs), 1)
+    out["TOTAL"] = total
     return out
+
+
+def _group_stats(by_key: dict[str, list[dict]]) -> dict[str, Any]:
+    """Calls (request keys), valid at the first attempt, attempts per call, failure reasons, tokens and time."""
+    recs = [r for rs in by_key.values() for r in rs]
+    first = [min(rs, key=lambda r: r["attempt"]) for rs in by_key.values()]
+    usage_in = sum((r.get("usage") or {}).get("input_tokens", 0) + (r.get("usage") or {}).get("cache_read_input_tokens", 0) for r in recs)
+    usage_out = sum((r.get("usage") or {}).get("output_tokens", 0) for r in recs)
+    latency = sum(r.get("latency_s") or 0.0 for r in recs)
+    return {
+        "calls": len(by_key),
+        "valid_at_first_attempt": round(sum(r["ok"] for r in first) / len(first), 3),
+        "valid_in_the_end": round(sum(any(r["ok"] for r in rs) for rs in by_key.values()) / len(by_key), 3),
+        "attempts": len(recs),
+        "attempts_per_call": round(len(recs) / len(by_key), 2),
+        "failed_attempts_by_reason": dict(sorted(Counter(why(r["error"]) for r in recs if not r["ok"]).items())),
+        "cut_off_replies": sum(r.get("stop_reason") in ("length", "max_tokens") for r in recs),
+        "prompt_tokens": usage_in, "completion_tokens": usage_out, "model_seconds": round(latency, 1),
+    }
 
 
 def server_speed(log: Path) -> dict[str, float]:

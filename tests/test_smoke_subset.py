@@ -1,39 +1,52 @@
-"""The smoke subset (conf/data/smoke.yaml): a named part of the demo, everything else listed as excluded."""
+"""The smoke subset (conf/data/smoke.yaml): a named part of the demo as population filters, everything else listed as excluded."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
-import yaml
 
 from gcpc.corpus.harbor import find_trial_folders
-from gcpc.corpus.ingest import ingest
+from gcpc.corpus.ingest import IngestResult, corpora_from_params, ingest, merge_results, run
+from gcpc.corpus.population import apply
+from gcpc.params import compose, load_params
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def smoke_cfg() -> dict:
-    return yaml.safe_load((ROOT / "conf" / "data" / "smoke.yaml").read_text())
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory) -> dict:
+    out = tmp_path_factory.mktemp("smoke") / "params.yaml"
+    compose(out, ["data=smoke"], conf_dir=ROOT / "conf")
+    return load_params(out)["data"]
 
 
-def test_smoke_subset_keeps_the_named_tasks_and_trials_and_lists_the_rest():
-    cfg = smoke_cfg()
-    result = ingest(cfg, ROOT)
-    assert sorted(t.task_id for t in result.tasks) == sorted(cfg["include_tasks"])
-    assert sorted(t.trial for t in result.trajectories) == sorted(cfg["include_trials"])
-    assert sorted(t.outcome.status for t in result.trajectories) == ["FAIL", "FAIL", "PASS", "PASS"]
+def test_smoke_subset_keeps_the_named_tasks_and_trajectories_and_lists_the_rest(smoke, tmp_path):
+    pop = smoke["population"]
+    pop_summary = run(smoke | {"out_dir": str(tmp_path)}, ROOT)
+    tasks = [json.loads(line) for line in (tmp_path / "tasks.jsonl").read_text().splitlines() if line]
+    trajs = [json.loads(line) for line in (tmp_path / "trajectories.jsonl").read_text().splitlines() if line]
+    excl = [json.loads(line) for line in (tmp_path / "exclusions.jsonl").read_text().splitlines() if line]
+    assert sorted(t["task_id"] for t in tasks) == sorted(pop["tasks"])
+    assert sorted(t["trajectory_id"] for t in trajs) == sorted(pop["trajectories"])
+    assert pop_summary["n_trajectories"] == 4
+    assert sorted(t["outcome"]["status"] for t in trajs) == ["FAIL", "FAIL", "PASS", "PASS"]
     all_trials = find_trial_folders(ROOT / "data" / "demo" / "jobs")
     all_tasks = [p for p in (ROOT / "data" / "demo" / "tasks").iterdir() if p.is_dir()]
-    reasons = [e.reason for e in result.exclusions]
-    assert reasons.count("trial not in data.include_trials (named subset)") == len(all_trials) - len(cfg["include_trials"])
-    assert reasons.count("task not in data.include_tasks (named subset)") == len(all_tasks) - len(cfg["include_tasks"])
+    reasons = [e["reason"] for e in excl]
+    # every other trajectory and task is an exclusion naming the filter (none disappears silently)
+    dropped_trajs = [r for r in reasons if r.startswith("population filter: task") or r.startswith("population filter: trajectory")]
+    dropped_tasks = [e for e in excl if e["reason"].endswith("is not in data.population.tasks") and e["path"].startswith("tasks/")]
+    assert len(dropped_tasks) == len(all_tasks) - len(pop["tasks"])
+    assert len(dropped_trajs) - len(dropped_tasks) == len(all_trials) - len(pop["trajectories"])
 
 
-def test_subset_names_that_do_not_exist_are_errors():
-    with pytest.raises(ValueError, match="include_tasks names tasks that do not exist: no-such-task"):
-        ingest(smoke_cfg() | {"include_tasks": ["no-such-task"]}, ROOT)
-    with pytest.raises(ValueError, match="include_trials names trial folders that do not exist"):
-        ingest(smoke_cfg() | {"include_trials": ["x__y"]}, ROOT)
-    with pytest.raises(ValueError, match="non-empty list"):
-        ingest(smoke_cfg() | {"include_tasks": []}, ROOT)
+def test_subset_ids_that_name_nothing_are_errors(smoke):
+    result = merge_results([ingest(c, ROOT) for c in corpora_from_params(smoke)])
+    with pytest.raises(ValueError, match="tasks names ids that were not ingested: no-such-task"):
+        apply(result, {"tasks": ["no-such-task"]})
+    with pytest.raises(ValueError, match="trajectories names ids that were not ingested: x/y"):
+        apply(result, {"trajectories": ["x/y"]})
+    with pytest.raises(ValueError, match="non-empty list of ids"):
+        apply(IngestResult(), {"tasks": []})

@@ -256,7 +256,7 @@ def test_strict_form_of_a_response_model_schema_is_what_the_sdk_sends_for_the_mo
 
 
 def test_json_object_without_length_limits_states_them_in_descriptions(tmp_path, monkeypatch):
-    """llama-cpp-python's grammar sampler slows down on maxLength: `schema_length_limits: false` moves the
+    """For decoders that slow down on maxLength, `schema_length_limits: false` moves the
     limits into descriptions on the wire; the client still rejects an over-long reply."""
     from gcpc.llm.providers.openai_provider import limits_in_descriptions
 

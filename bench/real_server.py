@@ -44,9 +44,9 @@ PY = Path(sys.executable)
 LLM_CONFIG = "llama-cpp-python"
 SMOKE_OVERRIDES = [
     "data=smoke",
-    f"llm@generator={LLM_CONFIG}",
     f"llm@judge={LLM_CONFIG}",
-    "judging.max_event_chars=1000",        # shorter logs: prompt processing is a third of each call on CPU
+    "judging.max_event_chars=600",         # shorter logs: prompt processing is a third of each call on CPU
+    "judge.max_tokens=768",                # cap on max_tokens_from_schema: an 8-item verdict list with full evidence takes ~520 tokens
     "analysis.rejudge.passes=2",
     "analysis.controls.max_items=2",
     "analysis.bootstrap.n_resamples=200",
@@ -266,6 +266,9 @@ def main() -> None:
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "real_server.json"))
     ap.add_argument("--extra-bufts", action="store_true",
                     help="keep llama.cpp's repacked CPU weight layouts (off by default: they segfault on some CPUs, see SERVER_BOOT)")
+    ap.add_argument("--generator", choices=[LLM_CONFIG, "heuristic"], default=LLM_CONFIG,
+                    help="llm config of synthesis and the category audit: 'heuristic' keeps them offline, so only the judge "
+                         "stages (every arm, rejudge, controls) call the server and every run judges the same checklists")
     ap.add_argument("--targets", nargs="*", default=[],
                     help="dvc repro targets (default: every stage), e.g. 'judge' for synthesis and the judge arms only")
     ap.add_argument("--no-second-run", action="store_true", help="skip the zero-call re-run (e.g. for the comparison run)")
@@ -282,10 +285,15 @@ def main() -> None:
     repo.mkdir(parents=True)
     clone(repo)
     port = free_port()
-    overrides = SMOKE_OVERRIDES + [f"judging.reply_schema={ns.reply_schema}",
-                                   f"generator.base_url=http://127.0.0.1:{port}/v1", f"judge.base_url=http://127.0.0.1:{port}/v1"]
+    overrides = [*SMOKE_OVERRIDES[:1], f"llm@generator={ns.generator}", *SMOKE_OVERRIDES[1:],
+                 f"judging.reply_schema={ns.reply_schema}",
+                 f"judge.base_url=http://127.0.0.1:{port}/v1"]
     if ns.structured_output:
-        overrides += [f"generator.structured_output={ns.structured_output}", f"judge.structured_output={ns.structured_output}"]
+        overrides += [f"judge.structured_output={ns.structured_output}"]
+        if ns.generator == LLM_CONFIG:
+            overrides += [f"generator.structured_output={ns.structured_output}"]
+    if ns.generator == LLM_CONFIG:
+        overrides += [f"generator.base_url=http://127.0.0.1:{port}/v1", "generator.max_tokens=384"]
     overrides += ns.extra
     log = work / "pipeline.log"
     server_log = work / "server.log"

@@ -46,7 +46,7 @@ SMOKE_OVERRIDES = [
     "data=smoke",
     f"llm@judge={LLM_CONFIG}",
     "judging.max_event_chars=600",         # shorter logs: prompt processing is a third of each call on CPU
-    "judge.max_tokens=768",                # cap on max_tokens_from_schema: an 8-item verdict list with full evidence takes ~520 tokens
+    "judge.max_tokens=1536",               # cap on max_tokens_from_schema: 9 verdicts with three evidence entries each took ~790 tokens
     "analysis.rejudge.passes=2",
     "analysis.controls.max_items=2",
     "analysis.bootstrap.n_resamples=200",
@@ -162,8 +162,10 @@ def why(error: str | None) -> str:
     e = error or ""
     if "cut off" in e:
         return "cut off at max_tokens"
-    if "item_id" in e and ("is not one of" in e or "fails enum" in e or "unknown [" in e):
+    if "item_id" in e and ("is not one of" in e or "fails enum" in e) or ("unknown [" in e and "unknown []" not in e):
         return "unknown item id"
+    if "missing [" in e and "missing []" not in e:
+        return "missing verdicts"
     if "verdicts: " in e and ("too short" in e or "too long" in e or "minItems" in e or "maxItems" in e) or "exactly once" in e:
         return "wrong number of verdicts"
     if "JSON schema" in e:

@@ -34,6 +34,9 @@ def load(name: str) -> dict:
     ("gpt-5-4-mini", "openai", "gpt-5.4-mini-2026-03-17"),
     ("claude-haiku-4-5", "anthropic", "claude-haiku-4-5-20251001"),
     ("openai-compatible", "openai", "Qwen/Qwen3-8B"),
+    ("llama-cpp-python", "openai", "gemma-3-270m"),
+    ("llama-server", "openai", "local"),
+    ("ollama", "openai", "qwen3:8b"),
 ])
 def test_shipped_configs_build_their_provider_without_network(name, provider, model, monkeypatch, tmp_path):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-unit-000000")
@@ -45,10 +48,13 @@ def test_shipped_configs_build_their_provider_without_network(name, provider, mo
     client = make_client(cfg, tmp_path / "c.jsonl", progress=False)
     assert client.concurrency == cfg["concurrency"] and client.mode == "sync"
     client.store.close()
-    assert set(sampling_params(cfg)) <= {"temperature", "max_tokens", "seed", "top_p", "reasoning_effort", "effort", "extra_body"}
+    assert set(sampling_params(cfg)) <= {"temperature", "max_tokens", "seed", "top_p", "reasoning_effort", "effort", "extra_body",
+                                         "structured_output"}
     assert "concurrency" not in sampling_params(cfg) and "prices" not in sampling_params(cfg)
-    if name != "openai-compatible":
+    if cfg.get("base_url") is None:
         assert cfg["prices"]["input_per_mtok"] > 0 and cfg["api_key_env"].endswith("_API_KEY")
+    else:  # self-hosted servers: no price, no key needed
+        assert cfg["prices"] is None and cfg["api_key_required"] is False
 
 
 def test_heuristic_and_replay_configs_still_work(tmp_path):

@@ -31,12 +31,27 @@ def parse_multipart(raw: bytes, content_type: str) -> dict[str, bytes]:
     return fields
 
 
+LLAMA_CPP_PYTHON_FORMATS = ("text", "json_object")
+"""What llama-cpp-python's server accepts as `response_format.type` (it answers 500 to json_schema)."""
+
+
 class FakeOpenAI(FakeLLMServer):
     provider = "openai"
 
-    def __init__(self, **kw: Any):
+    def __init__(self, *, accepted_formats: tuple[str, ...] | None = None, **kw: Any):
         super().__init__(**kw)
         self.errored_custom_ids: set[str] = set()
+        # None: every format (OpenAI, vLLM); e.g. LLAMA_CPP_PYTHON_FORMATS to act like llama-cpp-python's server
+        self.accepted_formats = accepted_formats
+
+    def rejects_format(self, params: dict[str, Any]) -> str | None:
+        """The server error for a response format it does not take (llama-cpp-python's wording), else None."""
+        kind = (params.get("response_format") or {}).get("type")
+        if self.accepted_formats is None or kind is None or kind in self.accepted_formats:
+            return None
+        allowed = " or ".join(repr(k) for k in self.accepted_formats)
+        return (f"1 validation error for CreateChatCompletionRequest\nresponse_format.type\n  Input should be {allowed} "
+                f"[type=literal_error, input_value={kind!r}, input_type=str]")
 
     @staticmethod
     def error_body(status: int, message: str) -> dict[str, Any]:
@@ -48,7 +63,7 @@ class FakeOpenAI(FakeLLMServer):
         system = "\n".join(_text(m.get("content")) for m in msgs if m.get("role") in ("system", "developer"))
         user = "\n".join(_text(m.get("content")) for m in msgs if m.get("role") == "user")
         rf = params.get("response_format") or {}
-        schema = (rf.get("json_schema") or {}).get("schema") if rf.get("type") == "json_schema" else None
+        schema = (rf.get("json_schema") or {}).get("schema") if rf.get("type") == "json_schema" else rf.get("schema")
         text = self.answer(params.get("model", ""), schema_name_from(schema), system, user)
         if override is not None:
             text = override
@@ -75,6 +90,11 @@ class FakeOpenAI(FakeLLMServer):
         self.log_request(f"{method} {path}", body, handler.headers)
         if method == "POST" and path == "/v1/chat/completions":
             self.count_route("chat")
+            rejected = self.rejects_format(body)
+            if rejected is not None:
+                self.send_json(handler, 500, {"error": {"message": rejected, "type": "internal_server_error", "param": None,
+                                                        "code": None}})
+                return
             completion = self.model_call(handler, lambda text: self.completion_for(body, text), raw.decode("utf-8", "replace"))
             if completion is None:
                 return

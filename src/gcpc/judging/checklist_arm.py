@@ -25,7 +25,7 @@ from gcpc.judging.spec import ArmInputs, ArmSpec, LogTooLong, fit_view, judge_vi
 from gcpc.judging.view import judge_input
 from gcpc.llm import LLMClient, LLMRequest, request_identity, sampling_params
 from gcpc.llm.prompts import PromptTemplate
-from gcpc.llm.schemas import ChecklistJudgment
+from gcpc.llm.schemas import ChecklistJudgment, checklist_judgment_schema
 from gcpc.synthesis.models import Checklist
 
 __all__ = ["ArmSpec", "build_request", "make_request", "build_generic_request", "check_one_verdict_per_item", "judge_checklist_arm",
@@ -42,20 +42,23 @@ def judgment_fields(traj: Trajectory, arm: ArmSpec, llm_cfg: dict[str, Any], *, 
 
 
 def make_request(purpose: str, messages: list, schema: type[BaseModel], template: PromptTemplate, llm_cfg: dict[str, Any],
-             inputs: dict[str, Any]) -> LLMRequest:
+                 inputs: dict[str, Any], json_schema: dict[str, Any]) -> LLMRequest:
+    """`schema` is the response model read back; `json_schema` the request's own, narrower schema
+    (shown in the prompt, sent to the server, validated by the client, covered by the key)."""
     provider, model = request_identity(llm_cfg)
     return LLMRequest(purpose=purpose, provider=provider, model=model, messages=messages, output_schema=schema.__name__,
-                      json_schema=schema.model_json_schema(), sampling=sampling_params(llm_cfg),
+                      json_schema=json_schema, sampling=sampling_params(llm_cfg, json_schema),
                       template_hash=template.hash, inputs=inputs)
 
 
 def build_request(events: Sequence[Event], checklist: Checklist, *, arm: ArmSpec, llm_cfg: dict[str, Any], template: PromptTemplate) -> LLMRequest:
     items = [{"item_id": i.item_id, "text": i.text} for i in checklist.items]
+    schema = arm.schema(checklist_judgment_schema([i["item_id"] for i in items]), ChecklistJudgment)
     _, visible, messages, cut = fit_view(events, arm.view, llm_cfg, mark_authored=arm.mark_authored,
-                                         render=lambda log: template.render(ChecklistJudgment, items=items, log=log,
+                                         render=lambda log: template.render(schema, items=items, log=log,
                                                                             marked=arm.mark_authored))
     inputs = {"items": items, "events": visible} | ({"context_cut": cut} if cut else {})
-    return make_request(f"judgment:{arm.name}", messages, ChecklistJudgment, template, llm_cfg, inputs)
+    return make_request(f"judgment:{arm.name}", messages, ChecklistJudgment, template, llm_cfg, inputs, schema)
 
 
 def generic_items(arm: ArmSpec) -> list[dict[str, str]]:
@@ -65,12 +68,13 @@ def generic_items(arm: ArmSpec) -> list[dict[str, str]]:
 def build_generic_request(events: Sequence[Event], instruction: str, *, arm: ArmSpec, llm_cfg: dict[str, Any],
                           template: PromptTemplate) -> LLMRequest:
     items = generic_items(arm)
+    schema = arm.schema(checklist_judgment_schema([i["item_id"] for i in items]), ChecklistJudgment)
     _, visible, messages, cut = fit_view(events, arm.view, llm_cfg, mark_authored=arm.mark_authored,
-                                         render=lambda log: template.render(ChecklistJudgment, items=items,
+                                         render=lambda log: template.render(schema, items=items,
                                                                             instruction=instruction, log=log))
     return make_request(f"judgment:{arm.name}", messages, ChecklistJudgment, template, llm_cfg,
                         {"mode": "generic", "instruction": instruction, "items": items, "events": visible}
-                        | ({"context_cut": cut} if cut else {}))
+                        | ({"context_cut": cut} if cut else {}), schema)
 
 
 def check_one_verdict_per_item(parsed: BaseModel, request: LLMRequest) -> None:

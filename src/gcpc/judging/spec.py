@@ -36,6 +36,7 @@ def visible_events(events: Sequence[Event], max_chars: int) -> list[dict[str, An
 
 
 REDACTED = "[run metadata redacted]"
+REPLY_SCHEMAS = ("per_request", "generic")
 
 
 def metadata_strings(traj: Trajectory) -> list[str]:
@@ -173,11 +174,18 @@ class ArmSpec:
     tail_events: int = 3
     """floor arms: how many trailing evidence events make "the last part of the log" (clean_tail)"""
     view: ViewSettings = field(default_factory=ViewSettings)
+    reply_schema: str = "per_request"
+    """`per_request` (default): each request carries the schema narrowed to it (gcpc.llm.schemas);
+    `generic`: the response model's own schema, as before per-request schemas (for comparisons)."""
 
     def __post_init__(self) -> None:
         # `max_event_chars` is the authority for the per-event cut (callers set it directly)
         if self.view.max_event_chars != self.max_event_chars:
             object.__setattr__(self, "view", self.view.model_copy(update={"max_event_chars": self.max_event_chars}))
+
+    def schema(self, per_request: dict[str, Any], model: type) -> dict[str, Any]:
+        """The JSON schema a request of this arm carries."""
+        return per_request if self.reply_schema == "per_request" else model.model_json_schema()
 
     @classmethod
     def from_params(cls, name: str, cfg: dict[str, Any], judging: dict[str, Any]) -> ArmSpec:
@@ -189,7 +197,10 @@ class ArmSpec:
             raise ValueError(f"params.yaml: arm '{name}': 'questions' must be a list of non-empty strings")
         if len(set(questions)) != len(questions):
             raise ValueError(f"params.yaml: arm '{name}': 'questions' repeats a question")
-        return cls(name=name, kind=cfg["kind"], template=Path(cfg["template"]),
+        reply_schema = str(judging.get("reply_schema", "per_request"))
+        if reply_schema not in REPLY_SCHEMAS:
+            raise ValueError(f"params.yaml: judging.reply_schema must be one of {', '.join(REPLY_SCHEMAS)}, not {reply_schema!r}")
+        return cls(name=name, kind=cfg["kind"], template=Path(cfg["template"]), reply_schema=reply_schema,
                    evidence_gate=bool(cfg.get("evidence_gate", False)),
                    max_event_chars=int(judging.get("max_event_chars", 4000)),
                    mark_authored=bool(judging.get("mark_agent_authored", False)),

@@ -42,6 +42,7 @@ from tqdm import tqdm
 from gcpc.io import write_text
 from gcpc.llm.base import (BatchPending, CallRecord, CallResult, LLMRequest, Provider, ProviderError, RawResponse, ReplayMiss,
                            RequestRefused)
+from gcpc.llm.schemas import schema_errors
 from gcpc.llm.secrets import redact
 from gcpc.llm.settings import BatchSettings
 from gcpc.llm.shared_cache import SharedCache
@@ -56,13 +57,22 @@ Check = Callable[[BaseModel, LLMRequest], None]
 T = TypeVar("T")
 
 
-def _parse(text: str, output_type: type[BaseModel]) -> BaseModel:
+def _parse(text: str, output_type: type[BaseModel], json_schema: dict[str, Any] | None = None) -> BaseModel:
+    """The reply as `output_type`, after checking it against the request's own JSON schema.
+
+    The schema check comes first and is the same for every provider and structured-output mode:
+    what a constrained decoder could not have produced (an unknown id, a missing verdict, an
+    over-long reason) is rejected here too when the server only parsed or ignored the schema."""
     stripped = text.strip()
     if stripped.startswith("```"):
         # Models sometimes fence JSON even when asked not to; the fence is syntax, not content.
         stripped = stripped.strip("`")
         stripped = stripped[stripped.find("\n") + 1 :] if "\n" in stripped else stripped
         stripped = stripped.rstrip("`").strip()
+    if json_schema:
+        errors = schema_errors(json.loads(stripped), json_schema)
+        if errors:
+            raise ValueError("reply does not validate against the request's JSON schema: " + "; ".join(errors))
     return output_type.model_validate_json(stripped)
 
 
@@ -212,7 +222,7 @@ class LLMClient:
                     served_model=raw.served_model, stop_reason=raw.stop_reason, transport_retries=raw.transport_retries,
                     batch_id=raw.batch_id or batch_id)
         try:
-            parsed = _parse(raw.text, output_type)
+            parsed = _parse(raw.text, output_type, request.json_schema)
             if check is not None:
                 check(parsed, request)
         except (ValidationError, ValueError) as exc:

@@ -40,11 +40,13 @@ class PromptTemplate:
         material = [self.source] + [f"{k}\n{v}" for k, v in sorted(self.includes.items())]
         self.hash = sha256_text("\n\x00\n".join(material))
 
-    def render(self, schema: type[BaseModel], **variables: Any) -> list[Message]:
+    def render(self, schema: type[BaseModel] | dict[str, Any], **variables: Any) -> list[Message]:
+        """Messages for one request; `schema` (a response model, or the request's own JSON schema) is shown as `{{ schema }}`."""
         context = dict(variables)
         for name, text in self.includes.items():
             context[name] = _env.from_string(text).render(**variables).strip()
-        context["schema"] = json.dumps(schema.model_json_schema(), sort_keys=True)
+        shown = schema if isinstance(schema, dict) else schema.model_json_schema()
+        context["schema"] = json.dumps(shown, sort_keys=True)
         text = _env.from_string(self.source).render(**context)
         if SEPARATOR in text:
             prefix, rest = text.split(SEPARATOR, 1)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+import json
+import math
+from collections.abc import Sequence
+from typing import Any, Literal, get_args
 
+import jsonschema
 from pydantic import BaseModel, ConfigDict, Field
 
 Route = Literal["assertion", "generated", "judge"]
@@ -77,3 +81,132 @@ class HolisticJudgment(Strict):
 SCHEMAS["TickChecklist"] = TickChecklist
 SCHEMAS["TickAnswer"] = TickAnswer
 SCHEMAS["HolisticJudgment"] = HolisticJudgment
+
+
+# --- Per-request JSON schemas ----------------------------------------------------------------
+# The pydantic models above are the shape every stage reads back; the schema a request carries
+# (`LLMRequest.json_schema`, hence its key) is narrower: the ids that exist, how many verdicts,
+# the labels, and how long free text may be. A constrained decoder (llama.cpp grammars, vLLM,
+# OpenAI strict mode) then cannot produce an invented id or a reply cut off mid-string, and the
+# client validates every reply against the same schema (gcpc.llm.client) for servers that only
+# parse. Length limits leave room above the heuristic provider's longest texts on the demo corpus
+# (reason 457 characters, quote 176, 3 evidence entries, TICK question 226, TICK reasoning 429).
+
+REASON_MAX_CHARS = 600
+QUOTE_MAX_CHARS = 300
+MAX_EVIDENCE = 3
+TICK_QUESTION_MAX_CHARS = 400
+TICK_REASONING_MAX_CHARS = 1500
+RATIONALE_MAX_CHARS = 600
+
+
+def _obj(title: str | None, properties: dict[str, Any], description: str | None = None) -> dict[str, Any]:
+    """A closed object whose every property is required (the form OpenAI strict mode accepts)."""
+    schema: dict[str, Any] = {"type": "object", "properties": properties, "required": list(properties),
+                              "additionalProperties": False}
+    if title:
+        schema = {"title": title, **schema}
+    if description:
+        schema["description"] = description
+    return schema
+
+
+def _text(max_chars: int, description: str) -> dict[str, Any]:
+    return {"type": "string", "maxLength": max_chars, "description": description}
+
+
+def checklist_judgment_schema(item_ids: Sequence[str], *, reason_max: int = REASON_MAX_CHARS,
+                              quote_max: int = QUOTE_MAX_CHARS, max_evidence: int = MAX_EVIDENCE) -> dict[str, Any]:
+    """ChecklistJudgment for exactly these items: `item_id` is an enum of the request's ids and the
+    array has exactly one entry per item (duplicates, which a fixed length still allows, are caught
+    by the post-check `check_one_verdict_per_item`)."""
+    ids = list(item_ids)
+    if not ids or len(set(ids)) != len(ids):
+        raise ValueError(f"checklist_judgment_schema: item ids must be non-empty and distinct, got {ids}")
+    evidence = _obj(None, {"event_index": {"type": "integer", "minimum": 0},
+                           "quote": _text(quote_max, "short verbatim text copied from that event")})
+    verdict = _obj(None, {"item_id": {"type": "string", "enum": ids},
+                          "label": {"type": "string", "enum": list(get_args(Label))},
+                          "evidence": {"type": "array", "items": evidence, "maxItems": max_evidence},
+                          "reason": _text(reason_max, "one or two sentences")})
+    return _obj("ChecklistJudgment", {"verdicts": {"type": "array", "items": verdict, "minItems": len(ids),
+                                                   "maxItems": len(ids),
+                                                   "description": f"exactly one verdict for each of the {len(ids)} items"}})
+
+
+def tick_checklist_schema(*, min_questions: int = 2, max_questions: int = 8,
+                          question_max: int = TICK_QUESTION_MAX_CHARS) -> dict[str, Any]:
+    return _obj("TickChecklist", {"questions": {
+        "type": "array", "items": {"type": "string", "minLength": 1, "maxLength": question_max},
+        "minItems": min_questions, "maxItems": max_questions,
+        "description": f"{min_questions} to {max_questions} yes/no questions; YES means the instruction's requirement is met"}})
+
+
+def tick_answer_schema(*, reasoning_max: int = TICK_REASONING_MAX_CHARS) -> dict[str, Any]:
+    return _obj("TickAnswer", {"reasoning": _text(reasoning_max, "step-by-step reasoning, written before the verdict"),
+                               "verdict": {"type": "string", "enum": ["YES", "NO"]}})
+
+
+def holistic_schema(*, rationale_max: int = RATIONALE_MAX_CHARS) -> dict[str, Any]:
+    return _obj("HolisticJudgment", {
+        "rationale": _text(rationale_max, "one to three sentences justifying the score, written before it"),
+        "score": {"type": "integer", "minimum": 0, "maximum": 10,
+                  "description": "0 = nothing the task asks for was achieved, 10 = everything was"}})
+
+
+def schema_errors(instance: Any, schema: dict[str, Any], *, limit: int = 5) -> list[str]:
+    """JSON Schema (2020-12) violations of a parsed reply, as 'path: message' lines (empty = valid)."""
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(instance), key=lambda e: (list(map(str, e.absolute_path)), e.message))
+    out = []
+    for e in errors[:limit]:
+        path = "/".join(str(p) for p in e.absolute_path) or "(root)"
+        message = e.message if len(e.message) <= 200 else f"fails {e.validator} {json.dumps(e.validator_value)[:120]}"
+        out.append(f"{path}: {message}")
+    if len(errors) > limit:
+        out.append(f"and {len(errors) - limit} more")
+    return out
+
+
+# Decoding cost of a reply: upper bound on its characters when every string and array is bounded.
+CHARS_PER_TOKEN_FLOOR = 2.5
+"""Characters per token assumed for JSON replies (English prose averages about 4; JSON punctuation fewer)."""
+
+
+def max_reply_chars(schema: dict[str, Any]) -> int | None:
+    """Longest compact JSON text the schema admits, or None when some string or array is unbounded."""
+    if "enum" in schema:
+        return max(len(json.dumps(v)) for v in schema["enum"])
+    if "const" in schema:
+        return len(json.dumps(schema["const"]))
+    kind = schema.get("type")
+    if kind == "object":
+        total = 2
+        for name, sub in (schema.get("properties") or {}).items():
+            inner = max_reply_chars(sub)
+            if inner is None:
+                return None
+            total += len(json.dumps(name)) + 2 + inner
+        return total
+    if kind == "array":
+        n, items = schema.get("maxItems"), schema.get("items")
+        if n is None or not isinstance(items, dict):
+            return None
+        inner = max_reply_chars(items)
+        return None if inner is None else 2 + n * (inner + 1)
+    if kind == "string":
+        return None if schema.get("maxLength") is None else 2 + int(schema["maxLength"])
+    if kind == "integer":
+        lo, hi = schema.get("minimum"), schema.get("maximum")
+        return max(len(str(lo)), len(str(hi))) if lo is not None and hi is not None else 20
+    if kind in ("number",):
+        return 24
+    if kind == "boolean":
+        return 5
+    return None
+
+
+def max_reply_tokens(schema: dict[str, Any]) -> int | None:
+    """`max_tokens` for a reply of the longest size the schema admits (None: some field is unbounded)."""
+    chars = max_reply_chars(schema)
+    return None if chars is None else int(math.ceil(chars / CHARS_PER_TOKEN_FLOOR)) + 16

@@ -15,8 +15,18 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-SAMPLING_KEYS = ("temperature", "max_tokens", "seed", "top_p", "reasoning_effort", "effort", "extra_body")
+SAMPLING_KEYS = ("temperature", "max_tokens", "seed", "top_p", "reasoning_effort", "effort", "extra_body", "structured_output")
 """Config keys that change what the model is asked, so they are part of the request key."""
+
+STRUCTURED_OUTPUT_MODES = ("json_schema", "json_object", "prompt")
+"""How the request's JSON schema reaches the server (`structured_output`; unset = json_schema):
+
+* `json_schema`: `response_format: {"type": "json_schema", "json_schema": {"name", "schema", "strict"}}`
+  (OpenAI, vLLM, llama.cpp's llama-server, Ollama's /v1; Anthropic: `output_config.format`);
+* `json_object`: `response_format: {"type": "json_object", "schema": ...}` (llama-cpp-python's server,
+  which rejects json_schema; servers that ignore `schema` still return JSON);
+* `prompt`: no response format; the schema is only in the prompt (every template shows it).
+In every mode the client validates the reply against the same schema."""
 
 SECRET_LIKE_KEYS = ("api_key", "apikey", "key", "token", "auth_token", "authorization", "password", "secret")
 
@@ -68,6 +78,12 @@ class LLMSettings(_Strict):
     mode: Literal["sync", "batch", "replay"] = "sync"
     temperature: float | None = None
     max_tokens: int | None = Field(default=None, ge=1)
+    max_tokens_from_schema: bool = Field(default=False, description="size max_tokens per request from its schema (never above max_tokens)")
+    structured_output: Literal["json_schema", "json_object", "prompt"] | None = None
+    schema_length_limits: bool = Field(default=True, description="send minLength/maxLength to the server (json_object and non-strict json_schema); "
+                                                                 "off for decoders that slow down on them; the client checks them either way")
+    json_schema_strict: bool = Field(default=True, description="json_schema mode: OpenAI strict subset (length limits stated in descriptions, "
+                                                               "checked by the client) with strict: true; false sends the full schema")
     seed: int | None = None
     top_p: float | None = None
     reasoning_effort: str | None = None
@@ -116,15 +132,25 @@ class LLMSettings(_Strict):
             raise ValueError(f"{where}: invalid llm settings ({problems})") from None
 
 
-def sampling_params(cfg: dict[str, Any]) -> dict[str, Any]:
+def sampling_params(cfg: dict[str, Any], json_schema: dict[str, Any] | None = None) -> dict[str, Any]:
     """The sampling settings that belong in the request key (and so invalidate the cache when changed).
 
     For the heuristic provider (recorded or replayed) the hash of its rules' source is one of them:
-    a rule change is a new "model", so no stored answer of the old rules is reused."""
+    a rule change is a new "model", so no stored answer of the old rules is reused.
+
+    With `max_tokens_from_schema` and a request schema that bounds every field, `max_tokens` is the
+    size of the longest valid reply (`max_reply_tokens`), capped by the configured `max_tokens`:
+    a small local model then cannot spend minutes generating past any valid answer."""
     out = {k: cfg[k] for k in SAMPLING_KEYS if cfg.get(k) is not None}
     provider = cfg.get("recorded_provider", cfg.get("provider")) if cfg.get("provider") == "replay" else cfg.get("provider")
     if provider == "heuristic":
         out["heuristic_rules"] = heuristic_rules_hash()
+    if cfg.get("max_tokens_from_schema") and json_schema:
+        from gcpc.llm.schemas import max_reply_tokens
+
+        bound = max_reply_tokens(json_schema)
+        if bound is not None:
+            out["max_tokens"] = min(bound, out.get("max_tokens", bound))
     return out
 
 

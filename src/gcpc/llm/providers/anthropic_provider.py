@@ -1,8 +1,10 @@
 """Anthropic Messages API (and Message Batches) through the `anthropic` SDK.
 
-* Structured output: `output_config.format = {"type": "json_schema", "schema": transform_schema(Model)}`,
-  the SDK's own JSON-schema output path (what `messages.parse(output_format=Model)` sends); the
-  reply text is validated by the client against the same pydantic model.
+* Structured output: `output_config.format = {"type": "json_schema", "schema": transform_schema(schema)}`
+  for the request's own JSON schema, the SDK's own JSON-schema output path (keywords the API does
+  not take, such as length limits, move into descriptions); `structured_output: prompt` sends no
+  format (the schema is in the prompt); `json_object` does not exist here and is a config error.
+  The reply text is validated by the client against the request's schema and response model.
 * Prompt caching: every message marked `cache_prefix` (the rules + checklist system prompt from
   `prompts.py`) becomes a text block with `cache_control: {"type": "ephemeral"}`; the trajectory
   follows in the user turn, after the breakpoint.
@@ -13,9 +15,9 @@
 
 from __future__ import annotations
 
-import copy
 import functools
 import inspect
+import json
 from typing import Any
 
 import anthropic
@@ -28,10 +30,10 @@ from gcpc.llm.settings import LLMSettings
 _KNOWN = set(inspect.signature(anthropic.resources.messages.Messages.create).parameters) - {"self", "extra_body", "extra_headers", "extra_query", "timeout", "stream"}
 
 
-@functools.lru_cache(maxsize=64)
-def _model_schema(model_cls: type) -> dict[str, Any]:
-    """`transform_schema(Model)`, computed once per response model (pydantic schema generation is slow)."""
-    return anthropic.transform_schema(model_cls)
+@functools.lru_cache(maxsize=4096)
+def _wire_schema(schema_json: str) -> str:
+    """`transform_schema(schema)` as JSON, computed once per distinct request schema."""
+    return json.dumps(anthropic.transform_schema(json.loads(schema_json)))
 
 
 def _from_message(msg: AnthropicMessage | dict[str, Any], request_id: str | None, batch_id: str | None = None) -> RawResponse:
@@ -57,6 +59,9 @@ class AnthropicProvider(RemoteProvider):
             raise ValueError(f"llm config for {settings.model}: 'max_tokens' is required by the Anthropic Messages API")
         if settings.reasoning_effort is not None:
             raise ValueError(f"llm config for {settings.model}: use 'effort' (output_config.effort), not 'reasoning_effort', with Anthropic")
+        if settings.structured_output == "json_object":
+            raise ValueError(f"llm config for {settings.model}: structured_output 'json_object' is an OpenAI-compatible format; "
+                             f"the Anthropic Messages API takes 'json_schema' (output_config.format) or 'prompt'")
         super().__init__(settings)
 
     def make_sync_client(self) -> anthropic.Anthropic:
@@ -75,17 +80,19 @@ class AnthropicProvider(RemoteProvider):
 
     def payload(self, request: LLMRequest) -> dict[str, Any]:
         s = request.sampling
-        model_cls = self.output_model(request)
-        schema = _model_schema(model_cls) if model_cls is not None else anthropic.transform_schema(copy.deepcopy(request.json_schema))
-        output_config: dict[str, Any] = {"format": {"type": "json_schema", "schema": schema}}
+        output_config: dict[str, Any] = {}
+        if (s.get("structured_output") or "json_schema") == "json_schema":
+            schema = json.loads(_wire_schema(json.dumps(request.json_schema, ensure_ascii=False)))
+            output_config["format"] = {"type": "json_schema", "schema": schema}
         if s.get("effort") is not None:
             output_config["effort"] = s["effort"]
         params: dict[str, Any] = {
             "model": request.model,
             "max_tokens": s.get("max_tokens", self.settings.max_tokens),
             "messages": [{"role": m.role, "content": [self._block(m)]} for m in request.messages if m.role != "system"],
-            "output_config": output_config,
         }
+        if output_config:
+            params["output_config"] = output_config
         system = [self._block(m) for m in request.messages if m.role == "system"]
         if system:
             params["system"] = system

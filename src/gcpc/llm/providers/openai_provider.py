@@ -1,44 +1,96 @@
 """OpenAI Chat Completions (and the Batch API) through the `openai` SDK; with `base_url` also any
-OpenAI-compatible server (vLLM, Ollama, llama.cpp server, OpenRouter).
+OpenAI-compatible server (vLLM, Ollama, llama.cpp's llama-server, llama-cpp-python, OpenRouter).
 
-* Structured output: `chat.completions.parse(response_format=Model)` (through `with_raw_response`),
-  which sends the strict JSON schema the SDK derives from the pydantic model named in
-  `request.output_schema`. The reply's raw text goes back to the client, which validates it
-  against the same model; a reply that does not validate is recorded and retried (bounded),
-  never coerced. (The SDK's own post-parse would raise and lose the raw text, so it is not used.)
-* The batch body carries the same `response_format` (`type_to_response_format_param(Model)`, the
-  function `parse` itself uses) so batch and synchronous calls ask the same thing.
+* Structured output: the request's own JSON schema (`request.json_schema`, narrowed per request:
+  the item ids that exist, the number of verdicts, length limits) goes out in the form the config's
+  `structured_output` names (`gcpc.llm.settings.STRUCTURED_OUTPUT_MODES`):
+  `json_schema` -> `{"type": "json_schema", "json_schema": {"name", "schema", "strict"}}`, where with
+  `json_schema_strict` (default, what OpenAI needs) the schema is first put in OpenAI's strict form
+  (the SDK's own `_ensure_strict_json_schema`, which `parse(response_format=Model)` applies) and the
+  keywords strict mode does not take (`minLength` / `maxLength`) move into the description;
+  `json_object` -> `{"type": "json_object", "schema": ...}` (llama-cpp-python's server); `prompt` -> no
+  `response_format` at all. The reply's raw text goes back to the client, which validates it
+  against the same schema and model; a reply that does not validate is recorded and retried
+  (bounded), never coerced.
+* A server that rejects the response format (HTTP 400 / 422 / 500 naming `response_format`) is
+  reported once, naming the config key to change, and not retried.
+* The batch body carries the same `response_format`, so batch and synchronous calls ask the same thing.
 * Prompt caching is automatic on OpenAI for a shared prefix; the stable prefix is the first
   (system) message. `prompt_cache_key: true` adds a routing hint derived from that prefix.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import hashlib
 import inspect
 import io
 import json
+import re
 from typing import Any
 
 import openai
-from openai.lib._parsing import type_to_response_format_param
+from openai.lib._pydantic import _ensure_strict_json_schema
 
-from gcpc.llm.base import BatchResult, LLMRequest, RawResponse
+from gcpc.llm.base import BatchResult, LLMRequest, ProviderError, RawResponse
 from gcpc.llm.providers.remote import RemoteProvider, int_usage, split_known
 from gcpc.llm.settings import LLMSettings
 
 _SKIP = {"self", "extra_body", "extra_headers", "extra_query", "timeout", "response_format"}
-_KNOWN_PARSE = set(inspect.signature(openai.resources.chat.completions.Completions.parse).parameters) - _SKIP
 _KNOWN_CREATE = set(inspect.signature(openai.resources.chat.completions.Completions.create).parameters) - _SKIP - {"stream"}
 ENDPOINT = "/v1/chat/completions"
 DONE = ("completed", "failed", "expired", "cancelled")
 
 
-@functools.lru_cache(maxsize=64)
-def _model_format(model_cls: type) -> dict[str, Any]:
-    """`type_to_response_format_param(Model)` (what `parse` sends), computed once per response model."""
-    return type_to_response_format_param(model_cls)
+STRICT_UNSUPPORTED = ("minLength", "maxLength")
+"""Keywords outside OpenAI's strict-mode subset: stated in the description instead (the client still checks them)."""
+
+
+def strict_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema in OpenAI's strict form: every object closed and fully required (the SDK's own
+    transform), and length limits moved from keywords into descriptions."""
+    return limits_in_descriptions(_ensure_strict_json_schema(copy.deepcopy(schema), path=(), root=copy.deepcopy(schema)))
+
+
+def limits_in_descriptions(schema: dict[str, Any]) -> dict[str, Any]:
+    """A copy with `minLength` / `maxLength` stated in the description instead of as keywords."""
+    out = copy.deepcopy(schema)
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            limits = [f"{k} {node.pop(k)}" for k in STRICT_UNSUPPORTED if k in node]
+            if limits:
+                note = "(" + ", ".join(limits).replace("maxLength", "at most").replace("minLength", "at least") + " characters)"
+                node["description"] = (node.get("description", "") + " " + note).strip()
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(out)
+    return out
+
+
+def _schema_name(name: str) -> str:
+    return re.sub(r"[^a-zA-Z0-9_-]", "_", name)[:64] or "response"
+
+
+@functools.lru_cache(maxsize=4096)
+def _format_for(mode: str, strict: bool, lengths: bool, name: str, schema_json: str) -> str:
+    """The `response_format` body (as JSON) for one mode and schema; cached, since many requests share a schema."""
+    schema = json.loads(schema_json)
+    if not lengths:
+        schema = limits_in_descriptions(schema)
+    if mode == "json_object":
+        return json.dumps({"type": "json_object", "schema": schema})
+    if strict:
+        return json.dumps({"type": "json_schema", "json_schema": {"name": _schema_name(name), "schema": strict_schema(schema), "strict": True}})
+    return json.dumps({"type": "json_schema", "json_schema": {"name": _schema_name(name), "schema": schema, "strict": False}})
+
+
+_FORMAT_REJECTED = re.compile(r"response_format|json_schema|json_object|response format", re.IGNORECASE)
 
 
 def _from_completion(data: dict[str, Any], request_id: str | None, batch_id: str | None = None) -> RawResponse:
@@ -90,45 +142,66 @@ class OpenAIProvider(RemoteProvider):
         body.update(s.get("extra_body") or {})
         return body
 
-    def response_format(self, request: LLMRequest) -> dict[str, Any]:
-        model_cls = self.output_model(request)
-        if model_cls is not None:
-            return _model_format(model_cls)
-        return {"type": "json_schema", "json_schema": {"name": request.output_schema, "schema": request.json_schema, "strict": False}}
+    def mode(self, request: LLMRequest) -> str:
+        return request.sampling.get("structured_output") or "json_schema"
 
-    def _prepare(self, request: LLMRequest) -> tuple[str, dict[str, Any], dict[str, Any]]:
-        """(SDK method, its keyword arguments, extra_body).
+    def response_format(self, request: LLMRequest) -> dict[str, Any] | None:
+        """What `structured_output` sends for this request's schema (None in `prompt` mode)."""
+        mode = self.mode(request)
+        if mode == "prompt":
+            return None
+        schema_json = json.dumps(request.json_schema, ensure_ascii=False)  # key order kept: decoders emit properties in it
+        return json.loads(_format_for(mode, self.settings.json_schema_strict, self.settings.schema_length_limits,
+                                      request.output_schema, schema_json))
 
-        `response_format` is the SDK's own `type_to_response_format_param(Model)` (exactly what
-        `parse(response_format=Model)` puts in the body), computed once per model and handed over
-        through `extra_body`: it is already in wire format, and passing it as an argument would make
-        the SDK re-derive the schema and walk it with its recursive TypedDict transform on every
-        call (~3 ms of CPU per call, the dominant client cost at high concurrency). The JSON body
-        sent is the same.
-        """
-        model_cls = self.output_model(request)
-        body = self.payload(request)
-        method, known_names = ("parse", _KNOWN_PARSE) if model_cls is not None else ("create", _KNOWN_CREATE)
-        known, extra = split_known(body, known_names)
-        extra["response_format"] = self.response_format(request)
-        return method, known, extra
+    def _prepare(self, request: LLMRequest) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(keyword arguments `create` knows, extra_body). `response_format` travels in `extra_body`,
+        already in wire form, so the SDK sends it as built here."""
+        known, extra = split_known(self.payload(request), _KNOWN_CREATE)
+        fmt = self.response_format(request)
+        if fmt is not None:
+            extra["response_format"] = fmt
+        return known, extra
+
+    def _rejected_format(self, request: LLMRequest, exc: Exception) -> ProviderError | None:
+        """A server's refusal of the response format, as one clear, non-retried error (else None)."""
+        status = getattr(exc, "status_code", None)
+        if status not in (400, 415, 422, 500, 501) or not _FORMAT_REJECTED.search(str(exc)):
+            return None
+        mode = self.mode(request)
+        others = [m for m in ("json_schema", "json_object", "prompt") if m != mode]
+        detail = str(exc)
+        detail = detail if len(detail) <= 600 else detail[:600] + "..."
+        err = ProviderError(
+            f"{self.settings.base_url or 'api.openai.com'} rejected the response format of structured_output '{mode}' "
+            f"(HTTP {status}): {detail} -- set 'structured_output' in the llm config (conf/llm/<name>.yaml, or "
+            f"-S 'judge.structured_output=...' / 'generator.structured_output=...') to one this server accepts: {' or '.join(others)}")
+        err.retryable = False  # type: ignore[attr-defined]
+        return err
 
     def call(self, client: openai.OpenAI, request: LLMRequest) -> RawResponse:
-        method, known, extra = self._prepare(request)
-        raw = getattr(client.chat.completions.with_raw_response, method)(**known, extra_body=extra)
+        known, extra = self._prepare(request)
+        try:
+            raw = client.chat.completions.with_raw_response.create(**known, extra_body=extra)
+        except openai.APIStatusError as exc:
+            raise self._rejected_format(request, exc) or exc
         # A malformed body raises here and is retried as a transport failure. The reply text is
-        # validated by the client against the same model (an invalid reply is recorded, then retried).
+        # validated by the client against the same schema (an invalid reply is recorded, then retried).
         return _from_completion(raw.http_response.json(), raw.request_id)
 
     async def acall(self, client: openai.AsyncOpenAI, request: LLMRequest) -> RawResponse:
-        method, known, extra = self._prepare(request)
-        raw = await getattr(client.chat.completions.with_raw_response, method)(**known, extra_body=extra)
+        known, extra = self._prepare(request)
+        try:
+            raw = await client.chat.completions.with_raw_response.create(**known, extra_body=extra)
+        except openai.APIStatusError as exc:
+            raise self._rejected_format(request, exc) or exc
         return _from_completion(raw.http_response.json(), raw.request_id)
 
     # ---- Batch API ----------------------------------------------------------------------------
     def batch_line(self, request: LLMRequest) -> dict[str, Any]:
+        fmt = self.response_format(request)
         return {"custom_id": request.key, "method": "POST", "url": ENDPOINT,
-                "body": {**self.payload(request), "response_format": self.response_format(request)}}
+                "body": {**self.payload(request), **({"response_format": fmt} if fmt is not None else {})}}
 
     def submit_batch(self, requests: list[LLMRequest]) -> str:
         data = "".join(json.dumps(self.batch_line(r), sort_keys=True, ensure_ascii=False) + "\n" for r in requests).encode()

@@ -34,8 +34,19 @@ def test_every_arm_set_composes_with_its_analysed_arms_inside_it(arm_set, tmp_pa
     arms = list(p["arm"])
     a = p["analysis"]
     assert a["primary_arm"] in arms and a["rejudge"]["arm"] == a["primary_arm"] and a["controls"]["arms"] == [a["primary_arm"]]
-    assert p["experiment"]["arms"] == "+".join(arms)
-    assert p["experiment"]["judge"] == "heuristic/gcpc-heuristic-v1" and p["experiment"]["data"] == "demo"
+    assert p["experiment"]["arms"] == arm_set  # the config that selects exactly these arms names the set
+    assert p["experiment"]["judge"] == "gcpc-heuristic-v1" and p["experiment"]["data"] == "demo"
+
+
+def test_experiment_columns_are_short_and_tell_runs_apart(tmp_path):
+    out = tmp_path / "params.yaml"
+    compose(out, ["arm=[gcpc,floor_exit0]", "llm@judge=replay"], conf_dir=ROOT / "conf")
+    e = load_params(out)["experiment"]
+    assert e["arms"] == "gcpc+floor_exit0"  # no conf/arm config selects exactly this set: the ids, joined
+    assert e["judge"] == "gcpc-heuristic-v1 (replay)" and e["generator"] == "gcpc-heuristic-v1"
+    compose(out, ["arm=[gcpc,gcpc_gate]", "llm@judge=gpt-5-4-mini", "judge.mode=batch"], conf_dir=ROOT / "conf")
+    e = load_params(out)["experiment"]
+    assert e["arms"] == "gcpc_both" and e["judge"] == f"{load_params(out)['judge']['model']} (batch)"
 
 
 def test_an_arm_outside_the_set_fails_at_composition_naming_both_keys(tmp_path):
@@ -173,17 +184,35 @@ def test_population_filters_exclude_with_reasons():
         apply(IngestResult(), {"outcomes": ["WIN"]})
 
 
-def test_terminal_bench_1_mini_swe_agent_population_matches_the_arm_study_selection(tmp_path):
+def test_terminal_bench_1_mini_swe_agent_population_is_the_harness_runs_with_agent_steps(tmp_path):
+    """The former arm study's selection (mini-swe-agent runs showing at least one tool call) as a data config."""
     root = ROOT / "../shared/data/terminal-bench-1"
     if not root.exists():
         pytest.skip(f"{root} absent (real Terminal-Bench 1 runs live in ../shared/data, not in the repository)")
     from gcpc.corpus.ingest import corpora_from_params, ingest, merge_results, run
-    from gcpc.scoring.arm_study import select
+    from gcpc.corpus.population import agent_steps
 
     out = tmp_path / "params.yaml"
     compose(out, ["data=terminal-bench-1-mini-swe-agent"], conf_dir=ROOT / "conf")
     data = load_params(out)["data"]
     pop = run(data | {"out_dir": str(tmp_path / "ingest")}, ROOT)
-    by_hand = select(merge_results([ingest(c, ROOT) for c in corpora_from_params(data)]), harness="mini-swe-agent",
-                     min_agent_steps=1)
-    assert pop["n_trajectories"] == len(by_hand.trajectories) > 0
+    everything = merge_results([ingest(c, ROOT) for c in corpora_from_params({k: v for k, v in data.items() if k != "population"})])
+    by_hand = [t for t in everything.trajectories if t.harness == "mini-swe-agent" and agent_steps(t) >= 1]
+    assert pop["n_trajectories"] == len(by_hand) > 0
+
+
+def test_headline_metrics_are_one_short_number_per_key_with_the_floors_as_their_best():
+    from gcpc.report.headline import best_floor, compact
+
+    full = {"primary_arm": "gcpc", "auc": {"gcpc": 0.61, "holistic": 0.66, "floor_exit0": 0.55, "floor_steps": 0.58},
+            "auc_ci": {"gcpc": "0.5–0.7"}, "delta_auc": {"vs": "holistic", "value": -0.05, "ci_low": -0.1, "ci_high": 0.0, "n": 9},
+            "item_agreement": 0.77, "n": {"trajectories": 10, "judged": 40, "failed": 1, "zero_evidence": 2},
+            "usage": {"calls": 12, "cached_calls": 0, "input_tokens": 900, "output_tokens": 90, "cached_tokens": 5, "cost": 0.01}}
+    floors = {"floor_exit0", "floor_steps"}
+    h = compact(full, floors)
+    assert h == {"auc": {"gcpc": 0.61, "holistic": 0.66, "floor": 0.58}, "delta_auc": -0.05, "item_agreement": 0.77,
+                 "zero_evidence": 2, "failed": 1, "calls": 12, "tokens": {"in": 900, "out": 90, "cached": 5}, "cost": 0.01}
+    assert best_floor(full, floors) == {"arm": "floor_steps", "auc": 0.58}
+    assert "floor" not in compact(full, set())["auc"] and compact(full, set())["auc"]["floor_exit0"] == 0.55
+    unpriced = compact(full | {"usage": full["usage"] | {"cost": None}, "delta_auc": None}, floors)
+    assert "cost" not in unpriced and "delta_auc" not in unpriced  # a missing number is left out, never 0

@@ -217,6 +217,17 @@ def test_item_validity_leaves_out_zero_evidence_pairs_as_every_analysis_does():
     assert "excluded, as in every analysis" in validity_markdown(paper)
 
 
+def test_item_validity_of_an_arm_set_without_item_labels_is_empty_not_a_crash():
+    # arm=holistic (or a floor set) writes no item labels: the stage reports nothing to check
+    labels = pd.DataFrame({c: pd.Series([], dtype=object)
+                           for c in ("trajectory_id", "arm", "item_id", "route", "label_plain", "truth_per_test")})
+    metrics = pd.DataFrame({"trajectory_id": ["r1"], "benchmark": ["b"], "task_id": ["t"], "arm": ["holistic"],
+                            "zero_evidence": [False]})
+    result = item_validity(labels, metrics, {})
+    assert result["benchmarks"] == {} and result["not_applicable"] == {}
+    assert result["zero_evidence_excluded"]["n_items"] == 0 and "(none)" in validity_markdown(result)
+
+
 def test_item_validity_names_a_trajectory_missing_from_metrics():
     labels, metrics = _labels_frame()
     with pytest.raises(ValueError, match="r3 is not in the metrics table"):

@@ -14,6 +14,7 @@ The same functions are called by the stages on a hand-edited params.yaml.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 DATA_REQUIRED = ("name", "root")
@@ -73,6 +74,43 @@ def check_arms(arms: Any, primary: Any, rejudge_arm: Any, controls_arms: Any) ->
     if bad:
         raise ConfigError(f"{'; '.join(bad)}: not in the arm set `arm` ({', '.join(spec)}). Leave these keys unset to "
                           "derive them from the arm set, or add the arm, e.g. -S arm=all")
+    return arm_set_name(spec)
+
+
+def _arm_files(conf_arm: Path) -> dict[str, set[str]]:
+    """conf/arm/NAME.yaml -> the arm ids it selects (a file of arms, or a `defaults` list of other arm files)."""
+    import yaml
+
+    raw: dict[str, dict[str, Any]] = {}
+    for path in sorted(conf_arm.glob("*.yaml")):
+        try:
+            raw[path.stem] = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError):
+            continue
+
+    def ids(name: str, seen: frozenset[str] = frozenset()) -> set[str]:
+        doc = raw.get(name)
+        if doc is None or name in seen:
+            return set()
+        out = {str(k) for k in doc if k != "defaults"}
+        for d in doc.get("defaults") or []:
+            if isinstance(d, str) and d != "_self_":
+                out |= ids(d, seen | {name})
+        return out
+
+    return {name: ids(name) for name in raw}
+
+
+def arm_set_name(arms: Any, conf_arm: Path | None = None) -> str:
+    """The arm set as one short `dvc exp show` value: the conf/arm config that selects exactly these arms
+    (`all`, `gcpc_both`), else the arm ids joined by `+` (`gcpc+floor_exit0`)."""
+    spec = arm_set(arms)
+    folder = conf_arm or next((p for p in (Path("conf/arm"), Path(__file__).resolve().parents[2] / "conf" / "arm")
+                               if p.is_dir()), None)
+    if folder is not None:
+        for name, ids in _arm_files(folder).items():
+            if ids == set(spec):
+                return name
     return "+".join(spec)
 
 
@@ -116,7 +154,9 @@ def check_data(data: Any, *, where: str = "data") -> str:
 
 
 def model_label(cfg: Any, where: str = "llm") -> str:
-    """`provider/model` of an llm config, after checking it as the stages will (unknown or secret-like keys refused)."""
+    """The model id of an llm config, with its mode when not sync (`gcpc-heuristic-v1 (replay)`), after checking
+    the config as the stages will (unknown or secret-like keys refused). Short, for a `dvc exp show` column; the
+    provider is the `judge.provider` / `generator.provider` parameter."""
     from gcpc.llm.settings import LLMSettings
 
     cfg = _plain(cfg) or {}
@@ -124,9 +164,8 @@ def model_label(cfg: Any, where: str = "llm") -> str:
         LLMSettings.from_cfg(dict(cfg), where=where)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
-    provider = cfg.get("recorded_provider", cfg.get("provider")) if cfg.get("provider") == "replay" else cfg.get("provider")
-    mode = cfg.get("mode")
-    label = f"{provider}/{cfg.get('model')}"
+    mode = "replay" if cfg.get("provider") == "replay" else cfg.get("mode")
+    label = str(cfg.get("model"))
     return f"{label} ({mode})" if mode not in (None, "", "sync") else label
 
 

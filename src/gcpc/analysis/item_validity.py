@@ -125,7 +125,10 @@ def item_validity(labels: pd.DataFrame, metrics: pd.DataFrame, cfg: dict[str, An
     if {"zero_evidence", "arm"} <= set(metrics.columns):
         ze_rows = metrics[metrics["zero_evidence"].fillna(False).astype(bool)]
         ze_key = set(zip(ze_rows["trajectory_id"].astype(str), ze_rows["arm"].astype(str), strict=True))
-    items["_zero_evidence"] = [(t, a) in ze_key for t, a in zip(items["trajectory_id"].astype(str), items["arm"].astype(str), strict=True)]
+    # bool dtype even when empty (an arm set without item labels, e.g. arm=holistic): an empty object-dtype mask would
+    # select columns, not rows
+    items["_zero_evidence"] = pd.Series([(t, a) in ze_key for t, a in zip(items["trajectory_id"].astype(str),
+                                        items["arm"].astype(str), strict=True)], index=items.index, dtype=bool)
     zes = c["zero_evidence_score"]
     excluded = items[items["_zero_evidence"]] if zes is None else items.iloc[:0]
     items = items[~items["_zero_evidence"]] if zes is None else items

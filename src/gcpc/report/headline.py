@@ -1,17 +1,20 @@
-"""`python -m gcpc.report.headline`: the one DVC metrics file, metrics/headline.json.
+"""`python -m gcpc.report.headline`: the one DVC metrics file, metrics/headline.json, kept small.
 
-`dvc exp show` is for comparing experiments, so it gets a handful of numbers that answer "did
-this run work, what did it find, what did it cost": per arm the plain (log-only) AUC and its CI,
-the paper's headline paired ΔAUC, item agreement with the per-test verifier results, the
-zero-evidence count, trajectories judged / failed, and usage (calls, tokens, cost). Everything
-else stays in the stage outputs (data/processed/analyze/rq*.json) and figures/report.md.
+`dvc exp show` is for comparing experiments, so it gets the few numbers that answer "what did this
+run find, did it work, what did it cost", under short names: `auc.<arm>` (plain, log-only AUC of
+each judge arm; `auc.floor` is the best outcome-blind floor arm of the set), `delta_auc` (the
+paper's headline paired ΔAUC), `item_agreement` (assertion-route labels vs per-test results),
+`zero_evidence` and `failed` (trajectories), `calls`, `tokens.{in,out,cached}` and `cost`.
+Everything behind them (CIs, which reference arm, per-floor AUCs, trajectory counts, cached calls)
+is in data/processed/headline/summary.json and figures/report.md; per-RQ numbers stay in
+data/processed/analyze/rq*.json.
 
 Usage is read from the `usage_summary.json` every LLM stage writes beside its call files (one
 entry per call file), so the totals are the sums over every `llm_calls*.jsonl` of the run; the
 per-stage and per-arm breakdown goes to data/processed/headline/usage.{json,md} and the report.
 
-Other analyses add to the file through `SECTIONS`: a function (params, root) -> dict | None whose
-result becomes one top-level key (None leaves the key out).
+Other analyses add to the summary through `SECTIONS`: a function (params, root) -> dict | None whose
+result becomes one top-level key of summary.json (None leaves the key out).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ HEADLINE = paths.METRICS / "headline.json"
 OUT_DIR = paths.PROCESSED / "headline"
 USAGE_JSON = OUT_DIR / "usage.json"
 USAGE_MD = OUT_DIR / "usage.md"
+SUMMARY_JSON = OUT_DIR / "summary.json"
 
 USAGE_FIELDS = {"calls": "attempts", "cached_calls": "cache_hit_attempts"}
 TOKEN_NAMES = {"input_tokens": "input_tokens", "cache_creation_input_tokens": "cache_write_tokens",
@@ -126,11 +130,15 @@ def _item_agreement(root: Path, primary: str) -> float | None:
 
 
 SECTIONS: dict[str, Callable[[dict[str, Any], Path], dict[str, Any] | None]] = {}
-"""Extra top-level headline keys, e.g. item-level validity from another analysis."""
+"""Extra top-level summary keys, e.g. item-level validity from another analysis."""
 
 
-def headline(params: dict[str, Any], root: Path = Path(".")) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(metrics/headline.json content, the full usage breakdown)."""
+def floor_arms(params: dict[str, Any]) -> set[str]:
+    return {str(a) for a, spec in (params.get("arm") or {}).items() if (spec or {}).get("kind") == "floor"}
+
+
+def summary(params: dict[str, Any], root: Path = Path(".")) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(data/processed/headline/summary.json content, the full usage breakdown)."""
     c = resolve_analysis(params.get("analysis"), params.get("arm"))
     rq1 = json.loads((root / paths.ANALYZE / "rq1.json").read_text(encoding="utf-8"))
     primary = str(rq1.get("config", {}).get("primary_arm") or c["primary_arm"])
@@ -150,6 +158,45 @@ def headline(params: dict[str, Any], root: Path = Path(".")) -> tuple[dict[str, 
         if value is not None:
             out[key] = value
     return {k: v for k, v in out.items() if v is not None}, usage
+
+
+def compact(full: dict[str, Any], floors: set[str]) -> dict[str, Any]:
+    """metrics/headline.json from the summary: one number per key, short names, so that a filtered
+    `dvc exp show` of judge, arm set, AUC per arm and cost fits 200 columns even for `arm=all`."""
+    auc = {a: v for a, v in full.get("auc", {}).items() if a not in floors}
+    floor_auc = [v for a, v in full.get("auc", {}).items() if a in floors]
+    if floor_auc:
+        auc["floor"] = max(floor_auc)
+    u, n = full.get("usage") or {}, full.get("n") or {}
+    out: dict[str, Any] = {
+        "auc": auc,
+        "delta_auc": (full.get("delta_auc") or {}).get("value"),
+        "item_agreement": full.get("item_agreement"),
+        "zero_evidence": n.get("zero_evidence"),
+        "failed": n.get("failed"),
+        "calls": u.get("calls"),
+        "tokens": {"in": u.get("input_tokens"), "out": u.get("output_tokens"), "cached": u.get("cached_tokens")},
+        "cost": u.get("cost"),
+    }
+    return {k: v for k, v in out.items() if v is not None and v != {}}
+
+
+def best_floor(full: dict[str, Any], floors: set[str]) -> dict[str, Any] | None:
+    aucs = {a: v for a, v in full.get("auc", {}).items() if a in floors}
+    if not aucs:
+        return None
+    arm = max(sorted(aucs), key=lambda a: aucs[a])
+    return {"arm": arm, "auc": aucs[arm]}
+
+
+def headline(params: dict[str, Any], root: Path = Path(".")) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """(metrics/headline.json content, the summary behind it, the full usage breakdown)."""
+    full, usage = summary(params, root)
+    floors = floor_arms(params)
+    floor = best_floor(full, floors)
+    if floor is not None:
+        full["best_floor"] = floor
+    return compact(full, floors), full, usage
 
 
 def _fmt_cost(x: float | None, currency: str) -> str:
@@ -180,9 +227,10 @@ def usage_markdown(usage: dict[str, Any]) -> str:
 def main() -> int:
     from gcpc.params import load_params, stage_args
 
-    args = stage_args("Write metrics/headline.json (the DVC metrics) and the usage breakdown")
-    metrics, usage = headline(load_params(args.params))
+    args = stage_args("Write metrics/headline.json (the DVC metrics), the summary behind it and the usage breakdown")
+    metrics, full, usage = headline(load_params(args.params))
     write_json(HEADLINE, metrics)
+    write_json(SUMMARY_JSON, full)
     write_json(USAGE_JSON, usage)
     write_text(USAGE_MD, usage_markdown(usage))
     u = usage["total"]

@@ -162,12 +162,13 @@ def main(argv: list[str] | None = None) -> int:
         write_json(args.out, result)
     print(f"{result['provider']} {result['model']}  tokenizer: {result['tokenizer']}  "
           f"min cacheable: {result['min_cacheable_tokens']}  trajectories: {result['trajectories']}")
-    print(f"{'arm':14s} {'requests':>8s} {'input tok':>11s} {'output tok':>10s} {'sync $':>10s} {'batch $':>10s} "
+    w = max([14, *(len(name) for name in result["arms"])])
+    print(f"{'arm':{w}s} {'requests':>8s} {'input tok':>11s} {'output tok':>10s} {'sync $':>10s} {'batch $':>10s} "
           f"{'batch+cache $':>13s} {'ratio':>6s} {'new calls':>9s}")
     for name, a in result["arms"].items():
         c = a["cost"] or {}
         fmt = lambda v: f"{v:10.4f}" if isinstance(v, float) else f"{'-':>10s}"  # noqa: E731
-        print(f"{name:14s} {a['requests']:8d} {a['input_tokens']:11d} {a['output_tokens']:10d} {fmt(c.get('sync'))} "
+        print(f"{name:{w}s} {a['requests']:8d} {a['input_tokens']:11d} {a['output_tokens']:10d} {fmt(c.get('sync'))} "
               f"{fmt(c.get('batch'))} {fmt(c.get('batch_cached')):>13s} {c.get('batch_cached_over_sync') or '-':>6} {a['new_calls']:9d}")
     return 0
 

@@ -15,17 +15,29 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def build_demo_outputs(work: Path) -> dict:
-    """Write data/processed/{ingest,synthesize,judge/<arm>,finalize} and params.yaml under `work`; returns params.
-
-    Runs with cwd = `work` (stages use relative paths) and restores the cwd afterwards.
-    """
+def judge_through_finalize(params: dict) -> None:
+    """In the cwd (a demo work folder holding params.yaml): ingest, synthesize, every arm of `params`, finalize."""
     from gcpc.corpus.ingest import ingest, write_outputs
     from gcpc.judging.stage import run as judge_run
     from gcpc.scoring.finalize import run as finalize_run
     from gcpc.synthesis.generate import SynthesisSettings
     from gcpc.synthesis.stage import synthesize_all
 
+    out = Path("data/processed")
+    result = ingest(dict(params["data"]), Path.cwd())
+    write_outputs(result, out / "ingest")
+    synthesize_all(result.tasks, params["generator"], SynthesisSettings.from_params(params["synthesis"]), out / "synthesize",
+                   progress=False)
+    for arm in params["arm"]:
+        judge_run(params, arm, out / "ingest", out / "synthesize", out / "judge" / arm, progress=False)
+    finalize_run(params, out / "ingest", out / "judge", out / "finalize", Path("metrics/finalize.json"))
+
+
+def build_demo_outputs(work: Path) -> dict:
+    """Write data/processed/{ingest,synthesize,judge/<arm>,finalize} and params.yaml under `work`; returns params.
+
+    Runs with cwd = `work` (stages use relative paths) and restores the cwd afterwards.
+    """
     (work / "data").mkdir(exist_ok=True)
     if not (work / "data" / "demo").exists():
         os.symlink(ROOT / "data" / "demo", work / "data" / "demo")
@@ -37,14 +49,16 @@ def build_demo_outputs(work: Path) -> dict:
     os.chdir(work)
     try:
         (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
-        out = Path("data/processed")
-        result = ingest(dict(params["data"]), work)
-        write_outputs(result, out / "ingest")
-        synthesize_all(result.tasks, params["generator"], SynthesisSettings.from_params(params["synthesis"]), out / "synthesize",
-                       progress=False)
-        for arm in params["arm"]:
-            judge_run(params, arm, out / "ingest", out / "synthesize", out / "judge" / arm, progress=False)
-        finalize_run(params, out / "ingest", out / "judge", out / "finalize", Path("metrics/finalize.json"))
+        judge_through_finalize(params)
     finally:
         os.chdir(cwd)
     return params
+
+
+def git_files(root: Path) -> list[str]:
+    """The files a clone of `root` would hold, plus untracked ones git does not ignore."""
+    import subprocess
+
+    out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], cwd=root,
+                         capture_output=True, text=True, check=True).stdout
+    return [f for f in out.split("\0") if f]

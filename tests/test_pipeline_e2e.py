@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from demo_outputs import git_files
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -23,18 +24,12 @@ def _run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Complete
     return proc
 
 
-def _git_files(root: Path) -> list[str]:
-    out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], cwd=root,
-                         capture_output=True, text=True, check=True).stdout
-    return [f for f in out.split("\0") if f]
-
-
 @pytest.fixture(scope="module")
 def clone(tmp_path_factory) -> tuple[Path, dict[str, str]]:
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
     dest = tmp_path_factory.mktemp("clone") / "gcpc"
-    for rel in _git_files(ROOT):
+    for rel in git_files(ROOT):
         src = ROOT / rel
         if src.is_file() and not rel.startswith(("data/processed/", "metrics/", "figures/")) and rel != "dvc.lock":
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)

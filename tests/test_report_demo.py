@@ -20,6 +20,7 @@ import matplotlib.image as mpimg
 import pytest
 import yaml
 from hydra import compose, initialize_config_dir
+from demo_outputs import judge_through_finalize
 from omegaconf import OmegaConf
 
 from gcpc.analysis.common import DEFAULTS, resolve_analysis
@@ -50,12 +51,6 @@ def _run_stage(module: str) -> None:
 
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory):
-    from gcpc.corpus.ingest import ingest, write_outputs
-    from gcpc.judging.stage import run as judge_run
-    from gcpc.scoring.finalize import run as finalize_run
-    from gcpc.synthesis.generate import SynthesisSettings
-    from gcpc.synthesis.stage import synthesize_all
-
     work = tmp_path_factory.mktemp("repo")
     (work / "data").mkdir()
     os.symlink(ROOT / "data" / "demo", work / "data" / "demo")
@@ -70,14 +65,7 @@ def demo(tmp_path_factory):
     os.chdir(work)
     try:
         (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-        out = Path("data/processed")
-        result = ingest(dict(params["data"]), work)
-        write_outputs(result, out / "ingest")
-        synthesize_all(result.tasks, params["generator"], SynthesisSettings.from_params(params["synthesis"]), out / "synthesize",
-                       progress=False)
-        for arm in params["arm"]:
-            judge_run(params, arm, out / "ingest", out / "synthesize", out / "judge" / arm, progress=False)
-        finalize_run(params, out / "ingest", out / "judge", out / "finalize", Path("metrics/finalize.json"))
+        judge_through_finalize(params)
         for module in STAGES:
             _run_stage(module)
         yield work

@@ -26,6 +26,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from demo_outputs import git_files
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -46,15 +47,9 @@ def _run(args: list[str], cwd: Path, env: dict[str, str], ok: bool = True) -> su
     return proc
 
 
-def _git_files(root: Path) -> list[str]:
-    out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], cwd=root,
-                         capture_output=True, text=True, check=True).stdout
-    return [f for f in out.split("\0") if f]
-
-
 def make_clone(dest: Path) -> tuple[Path, dict[str, str]]:
     """The repository without outputs, plus data/mini (two demo tasks with their trials) and conf/data/mini.yaml."""
-    for rel in _git_files(ROOT):
+    for rel in git_files(ROOT):
         src = ROOT / rel
         if src.is_file() and not rel.startswith(("data/processed/", "metrics/", "figures/")) and rel != "dvc.lock":
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)

@@ -204,3 +204,23 @@ def test_usage_summary_counts_tokens_and_prices_every_attempt(tmp_path):
     assert json.loads(text)["total"]["cost"] == pytest.approx(expected, abs=1e-6)
     heuristic = summarize_usage([rec("h", provider="heuristic", model="gcpc-heuristic-v1")], load("heuristic"))
     assert heuristic["total"]["cost"] == 0.0 and heuristic["prices"] is None
+
+
+def test_usage_summary_compares_the_estimate_with_reported_tokens():
+    from gcpc.llm.base import LLMRequest, Message
+    from gcpc.llm.estimate import output_tokens, request_tokens
+
+    request = LLMRequest(purpose="judgment:gcpc", provider="anthropic", model="claude-x", output_schema="ChecklistJudgment",
+                         json_schema={}, template_hash="t", inputs={"items": [{"item_id": "i01"}, {"item_id": "i02"}]},
+                         messages=[Message(role="system", content="role"), Message(role="user", content="log " * 500, cache_prefix=True),
+                                   Message(role="user", content="checklist")])
+    reported = {"input_tokens": 20, "cache_read_input_tokens": 500, "output_tokens": 300}
+    records = [rec("k1", usage=reported).model_copy(update={"request": request.model_dump(mode="json")}),
+               rec("k2", usage={"input_tokens": 5, "output_tokens": 5})]  # no request stored: not compared
+    got = summarize_usage(records, load("heuristic"))["estimate_vs_usage"]
+    est_in, est_out = request_tokens(request)[0], output_tokens(request)
+    assert got == {"attempts_compared": 1,
+                   "input_tokens": {"estimated": est_in, "reported": 520, "reported_over_estimated": round(520 / est_in, 4)},
+                   "output_tokens": {"estimated": est_out, "reported": 300, "reported_over_estimated": round(300 / est_out, 4)}}
+    none = summarize_usage([rec("h", provider="heuristic", model="gcpc-heuristic-v1")], load("heuristic"))["estimate_vs_usage"]
+    assert none["attempts_compared"] == 0 and "heuristic" in none["why"]

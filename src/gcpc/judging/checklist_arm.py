@@ -124,7 +124,7 @@ def _gated_judgments(
 
 def judge_checklist_arm(inputs: ArmInputs, *, arm: ArmSpec, llm_cfg: dict[str, Any], client: LLMClient) -> list[Judgment]:
     """GCPC: the task's frozen checklist, one call per trajectory."""
-    template = PromptTemplate(arm.template)
+    template = arm.judge_template()
     out: list[Judgment] = []
     pending: list[tuple[Trajectory, LLMRequest, dict[str, Any]]] = []
     items_of: dict[str, list[dict[str, Any]]] = {}
@@ -152,7 +152,7 @@ def judge_generic_arm(inputs: ArmInputs, *, arm: ArmSpec, llm_cfg: dict[str, Any
     """Generic: the arm's fixed task-agnostic questions, judged like a checklist (route `judge`)."""
     if not arm.questions:
         raise ValueError(f"params.yaml: arm '{arm.name}' (kind generic) has no 'questions'")
-    template = PromptTemplate(arm.template)
+    template = arm.judge_template()
     items = [dict(i, route="judge", test_refs=[], restate=[i["text"]]) for i in generic_items(arm)]
     questions_hash = content_hash({"questions": list(arm.questions)})
     out: list[Judgment] = []

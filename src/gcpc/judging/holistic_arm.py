@@ -30,7 +30,7 @@ def build_holistic_request(events: Sequence[Event], instruction: str, *, arm: Ar
 
 
 def judge_holistic_arm(inputs: ArmInputs, *, arm: ArmSpec, llm_cfg: dict[str, Any], client: LLMClient) -> list[Judgment]:
-    template = PromptTemplate(arm.template)
+    template = arm.judge_template()
     out: list[Judgment] = []
     pending = []
     for traj in inputs.trajectories:

@@ -20,6 +20,8 @@ from gcpc.corpus.render import render_log, truncate_middle
 from gcpc.judging.authorship import authored_lines, line_authorship
 from gcpc.judging.authorship import mark_authored as mark_authored_text
 from gcpc.judging.view import ViewSettings, judge_input
+from gcpc.llm.prompts import LayoutTemplate
+from gcpc.llm.tokens import count_tokens
 from gcpc.synthesis.models import Checklist
 
 
@@ -36,6 +38,17 @@ def visible_events(events: Sequence[Event], max_chars: int) -> list[dict[str, An
 
 
 REDACTED = "[run metadata redacted]"
+LAYOUT = Path("prompts/judging/layout")
+"""The judging layout every model arm shares (system block + log; prompts/judging/layout/README.md)."""
+
+
+def resolve_layout(path: str | Path | None) -> Path:
+    """`judging.layout` as configured; a relative path missing from the working directory is taken
+    from the repository (so library callers outside the repository root get the committed layout)."""
+    p = Path(path) if path else LAYOUT
+    if p.is_absolute() or p.exists():
+        return p
+    return Path(__file__).resolve().parents[3] / p
 REPLY_SCHEMAS = ("per_request", "generic")
 
 
@@ -97,9 +110,8 @@ def with_event_cap(view: ViewSettings | int, cap: int) -> ViewSettings | int:
     return cap if isinstance(view, int) else view.model_copy(update={"max_event_chars": cap})
 
 
-CHARS_PER_TOKEN = 4  # the project's token estimate (gcpc.corpus.size): ceil(chars / 4)
 CONTEXT_MARGIN = 0.05
-"""Share of the context window left free: the estimate is not a tokenizer."""
+"""Share of the context window left free: the count is cl100k BPE (gcpc.llm.tokens), not the judge's own tokenizer."""
 MIN_EVENT_CHARS = 200
 """No event is cut below this many characters to fit a window; a log that needs more is excluded."""
 
@@ -127,8 +139,8 @@ def fit_view(events: Sequence[Event], view: ViewSettings | int, llm_cfg: dict[st
         return log, visible, messages, None
     budget = int(int(window) * (1 - CONTEXT_MARGIN)) - int(llm_cfg.get("max_tokens") or 0)
 
-    def tokens(msgs: Any) -> int:
-        return -(-sum(len(m.content) for m in msgs) // CHARS_PER_TOKEN)
+    def tokens(msgs: Any) -> int:  # BPE counts: chars/4 runs 15-17 % low on these logs (bench/results/judge_input.json)
+        return sum(count_tokens(m.content) for m in msgs)
 
     needed = tokens(messages)
     if needed <= budget:
@@ -174,6 +186,8 @@ class ArmSpec:
     tail_events: int = 3
     """floor arms: how many trailing evidence events make "the last part of the log" (clean_tail)"""
     view: ViewSettings = field(default_factory=ViewSettings)
+    layout: Path = LAYOUT
+    """folder with the shared system block and log block (`judging.layout`; gcpc.llm.prompts.LayoutTemplate)"""
     reply_schema: str = "per_request"
     """`per_request` (default): each request carries the schema narrowed to it (gcpc.llm.schemas);
     `generic`: the response model's own schema, as before per-request schemas (for comparisons)."""
@@ -206,7 +220,11 @@ class ArmSpec:
                    mark_authored=bool(judging.get("mark_agent_authored", False)),
                    min_quote_chars=int(judging.get("evidence_min_quote_chars", 4)),
                    questions=tuple(questions), feature=cfg.get("feature"), tail_events=int(cfg.get("tail_events", 3)),
-                   view=ViewSettings.from_params(judging))
+                   view=ViewSettings.from_params(judging), layout=resolve_layout(judging.get("layout")))
+
+    def judge_template(self, path: Path | None = None) -> LayoutTemplate:
+        """The arm's judge prompt (its template, or `path` inside a template folder) in the shared layout."""
+        return LayoutTemplate(path or self.template, resolve_layout(self.layout))
 
     def template_file(self, name: str) -> Path:
         """A named prompt inside a template folder (e.g. TICK's 'generate.jinja')."""

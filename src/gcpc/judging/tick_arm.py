@@ -64,7 +64,7 @@ def build_question_requests(traj: Trajectory, instruction: str, questions: list[
 
 def judge_tick_arm(inputs: ArmInputs, *, arm: ArmSpec, llm_cfg: dict[str, Any], client: LLMClient) -> list[Judgment]:
     gen_template = PromptTemplate(arm.template_file(GENERATE))
-    judge_template = PromptTemplate(arm.template_file(JUDGE))
+    judge_template = arm.judge_template(arm.template_file(JUDGE))
     out: list[Judgment] = []
 
     keys = sorted({task_key(t) for t in inputs.trajectories if task_key(t) in inputs.tasks})

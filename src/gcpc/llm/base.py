@@ -23,6 +23,13 @@ class Message(BaseModel):
     cache_prefix: bool = Field(default=False, description="stable prefix: providers that support it mark a cache breakpoint here")
 
 
+def cached_prefix(messages: list[Message]) -> list[Message]:
+    """The messages up to and including the last one marked `cache_prefix`: what a provider can cache
+    (providers cache a prefix, so everything before a breakpoint is part of it); [] when none is marked."""
+    marked = [n for n, m in enumerate(messages) if m.cache_prefix]
+    return list(messages[: marked[-1] + 1]) if marked else []
+
+
 class LLMRequest(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 

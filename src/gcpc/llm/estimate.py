@@ -13,10 +13,14 @@ per response type (`OUTPUT_TOKENS`), not measurements. Three costs per arm, from
 
 * `sync`: every input token at the input price, outputs at the output price;
 * `batch`: `sync` less `batch_discount`;
-* `batch_cached`: `batch`, and the cacheable prefix (messages marked `cache_prefix`) of requests
-  sharing that exact prefix is written once (cache-write price) and read by the others (cache-read
-  price), but only when the prefix reaches the model's `min_cacheable_tokens`; best case (all
-  reads hit), which is what caching can at most save.
+* `batch_cached`: `batch`, and the cacheable prefix (every message up to the last one marked
+  `cache_prefix`: in judge requests the system block and the log, prompts/judging/layout) of
+  requests with one cache identity is written once (cache-write price) and read by the others
+  (cache-read price), when it reaches the model's `min_cacheable_tokens`; best case (every read
+  hits, i.e. the requests sharing a log are sent within the cache's lifetime). The identity
+  includes the reply schema when it is sent natively (`structured_output: json_schema`), since the
+  providers key their caches on it. Shared prefixes are priced over all arms together and split
+  evenly over the requests that read them (`price_arms`); `experiment` is the whole set.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import argparse
 import json
 import sys
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +37,8 @@ import yaml
 from pydantic import BaseModel
 
 from gcpc.corpus.models import Task, Trajectory
-from gcpc.io import read_models, write_json
-from gcpc.llm.base import CallResult, LLMRequest
+from gcpc.io import read_models, sha256_text, write_json
+from gcpc.llm.base import CallResult, LLMRequest, cached_prefix
 from gcpc.llm.tokens import count_tokens, tokenizer_name
 from gcpc.llm.usage import applied_prices
 
@@ -58,14 +63,27 @@ class RecordingClient:
 
 
 def request_tokens(request: LLMRequest) -> tuple[int, int]:
-    """(input tokens of all messages, tokens of the cacheable prefix: the messages marked cache_prefix)."""
+    """(input tokens of all messages, tokens of the cacheable prefix: every message up to the last one
+    marked cache_prefix)."""
     total = prefix = 0
-    for m in request.messages:
-        n = count_tokens(m.content)
-        total += n
-        if m.cache_prefix:
-            prefix += n
+    cacheable = len(cached_prefix(request.messages))
+    for n, m in enumerate(request.messages):
+        k = _tokens(m.content)
+        total += k
+        if n < cacheable:
+            prefix += k
     return total, prefix
+
+
+_counted: dict[str, int] = {}
+
+
+def _tokens(text: str) -> int:
+    """count_tokens, once per distinct text: the same log block recurs in every arm's requests."""
+    key = sha256_text(text) if len(text) > 256 else text
+    if key not in _counted:
+        _counted[key] = count_tokens(text)
+    return _counted[key]
 
 
 def output_tokens(request: LLMRequest) -> int:
@@ -73,36 +91,91 @@ def output_tokens(request: LLMRequest) -> int:
     return fixed + per_item * len(request.inputs.get("items") or [])
 
 
+NATIVE_SCHEMA_MODES = ("json_schema",)
+"""Modes that send the reply schema as a request parameter. OpenAI documents the schema as part of
+the cached prompt prefix, and Anthropic's output_config.format is part of its cache key too:
+requests with different schemas never share a cache entry, whatever their messages."""
+
+
+def cache_identity(request: LLMRequest) -> str | None:
+    """What must be identical for two requests to share a prompt-cache entry (None: nothing cacheable)."""
+    prefix = cached_prefix(request.messages)
+    if not prefix:
+        return None
+    mode = request.sampling.get("structured_output") or "json_schema"
+    schema = json.dumps(request.json_schema, sort_keys=True) if mode in NATIVE_SCHEMA_MODES else ""
+    return sha256_text("\x00".join([request.model, schema, *(f"{m.role}:{m.content}" for m in prefix)]))
+
+
+@dataclass(frozen=True)
+class Priced:
+    """One distinct request as the estimate needs it (no message text is kept)."""
+
+    identity: str | None
+    input_tokens: int
+    prefix_tokens: int
+    output_tokens: int
+
+
+def summarize(requests: list[LLMRequest], into: dict[str, Priced]) -> list[str]:
+    """Add the requests not yet in `into` (by request key); returns the keys of `requests`, in order."""
+    keys = []
+    for r in requests:
+        if r.key not in into:
+            n_in, n_prefix = request_tokens(r)
+            into[r.key] = Priced(cache_identity(r), n_in, n_prefix, output_tokens(r))
+        keys.append(r.key)
+    return keys
+
+
 def price_requests(requests: list[LLMRequest], llm_cfg: dict[str, Any]) -> dict[str, Any]:
-    """Tokens and the three costs for one arm's requests (see the module docstring)."""
+    """Tokens and the three costs of one set of requests, priced on their own (see the module docstring)."""
+    distinct: dict[str, Priced] = {}
+    return price_arms({"-": summarize(requests, distinct)}, distinct, llm_cfg)["-"]
+
+
+def price_arms(arms: dict[str, list[str]], distinct: dict[str, Priced], llm_cfg: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per arm (its request keys): tokens and sync / batch / batch + caching cost.
+
+    A request two arms send identically is one call (one entry of `distinct`). Caching is priced
+    over the distinct requests together: those with one cache identity write the prefix once and
+    read it in the others, when it reaches `min_cacheable_tokens`. Each group's prefix cost is split
+    evenly over its requests, whichever arm sends them, so every arm carries its share of a log that
+    several arms read. An arm's cost counts each of its requests, also one first sent by another arm
+    (`gcpc_gate` shows the cost of `gcpc`, with 0 new calls).
+    """
     prices = applied_prices(llm_cfg)
     min_cache = llm_cfg.get("min_cacheable_tokens")
-    tin = tout = cacheable = 0
-    groups: dict[str, list[int]] = defaultdict(list)  # prefix text -> prefix tokens per request
-    for r in requests:
-        n_in, n_prefix = request_tokens(r)
-        tin += n_in
-        tout += output_tokens(r)
-        if n_prefix:
-            groups["\x00".join(m.content for m in r.messages if m.cache_prefix)].append(n_prefix)
-    writes = reads = 0
-    for toks in groups.values():
-        if min_cache is not None and toks[0] >= min_cache:
-            writes += toks[0]
-            reads += sum(toks[1:])
-    cacheable = writes + reads
-    out: dict[str, Any] = {"requests": len(requests), "input_tokens": tin, "output_tokens": tout,
-                           "distinct_prefixes": len(groups), "cache_write_tokens": writes, "cache_read_tokens": reads,
-                           "cost": None}
-    if prices is None:
-        return out
-    m = 1_000_000
-    sync = (tin * prices["input_per_mtok"] + tout * prices["output_per_mtok"]) / m
-    keep = 1 - prices["batch_discount"]
-    cached = ((tin - cacheable) * prices["input_per_mtok"] + writes * prices["cache_write_per_mtok"]
-              + reads * prices["cache_read_per_mtok"] + tout * prices["output_per_mtok"]) / m
-    out["cost"] = {"sync": round(sync, 6), "batch": round(sync * keep, 6), "batch_cached": round(cached * keep, 6),
-                   "batch_cached_over_sync": round(cached * keep / sync, 4) if sync else None}
+    groups: dict[str, list[str]] = defaultdict(list)
+    for key, r in distinct.items():
+        if r.identity is not None and r.prefix_tokens:
+            groups[r.identity].append(key)
+    share: dict[str, tuple[float, float]] = {}  # request key -> (cache-write, cache-read) prefix tokens allocated to it
+    for members in groups.values():
+        k, p = len(members), distinct[members[0]].prefix_tokens
+        if min_cache is not None and p >= min_cache:
+            for key in members:
+                share[key] = (p / k, p * (k - 1) / k)
+    out: dict[str, dict[str, Any]] = {}
+    for arm, keys in arms.items():
+        rows = [distinct[k] for k in keys]
+        tin = sum(r.input_tokens for r in rows)
+        tout = sum(r.output_tokens for r in rows)
+        writes = sum(share.get(k, (0.0, 0.0))[0] for k in keys)
+        reads = sum(share.get(k, (0.0, 0.0))[1] for k in keys)
+        entry: dict[str, Any] = {
+            "requests": len(keys), "input_tokens": tin, "output_tokens": tout,
+            "distinct_prefixes": len({r.identity for r in rows if r.identity is not None and r.prefix_tokens}),
+            "cache_write_tokens": round(writes), "cache_read_tokens": round(reads), "cost": None}
+        if prices is not None:
+            m = 1_000_000
+            sync = (tin * prices["input_per_mtok"] + tout * prices["output_per_mtok"]) / m
+            keep = 1 - prices["batch_discount"]
+            cached = ((tin - writes - reads) * prices["input_per_mtok"] + writes * prices["cache_write_per_mtok"]
+                      + reads * prices["cache_read_per_mtok"] + tout * prices["output_per_mtok"]) / m
+            entry["cost"] = {"sync": round(sync, 6), "batch": round(sync * keep, 6), "batch_cached": round(cached * keep, 6),
+                             "batch_cached_over_sync": round(cached * keep / sync, 4) if sync else None}
+        out[arm] = entry
     return out
 
 
@@ -118,58 +191,93 @@ def arm_requests(params: dict[str, Any], arm_name: str, trajectories: list[Traje
 
 
 def estimate(params: dict[str, Any], ingest_dir: Path, synth_dir: Path, arms: list[str] | None = None) -> dict[str, Any]:
+    return estimate_judges(params, ingest_dir, synth_dir, {"judge": params["judge"]}, arms)["judge"]
+
+
+SAME_REQUESTS = ("structured_output", "context_window", "max_tokens")
+"""Judge settings that shape the requests' text; judges that agree on them are priced on one set of requests."""
+
+
+def estimate_judges(params: dict[str, Any], ingest_dir: Path, synth_dir: Path, judges: dict[str, dict[str, Any]],
+                    arms: list[str] | None = None) -> dict[str, dict[str, Any]]:
+    """One estimate per judge config (name -> config). Requests are built once per distinct
+    SAME_REQUESTS settings (rendering and tokenizing every arm's requests is the slow part)."""
     from gcpc.synthesis.models import Checklist
 
     trajectories = read_models(ingest_dir / "trajectories.jsonl", Trajectory)
     tasks = {(t.benchmark, t.task_id): t for t in read_models(ingest_dir / "tasks.jsonl", Task)}
     checklists = {(c.benchmark, c.task_id): c for c in read_models(synth_dir / "checklists.jsonl", Checklist)}
-    llm_cfg = params["judge"]
-    out: dict[str, Any] = {"provider": llm_cfg.get("provider"), "model": llm_cfg.get("model"),
-                           "tokenizer": tokenizer_name(), "min_cacheable_tokens": llm_cfg.get("min_cacheable_tokens"),
-                           "prices": applied_prices(llm_cfg), "trajectories": len(trajectories),
-                           "output_tokens": "assumed per response (gcpc.llm.estimate.OUTPUT_TOKENS)",
-                           "tick_questions": "assumed: max_questions per task before generation", "arms": {}}
-    seen: set[str] = set()
-    for name in arms or sorted(params.get("arm") or {}):
-        requests = arm_requests(params, name, trajectories, checklists, tasks)
-        out["arms"][name] = price_requests(requests, llm_cfg)
-        keys = {r.key for r in requests}
-        # identical requests of arms priced earlier are one call (request keys leave out `purpose`)
-        out["arms"][name]["new_calls"] = len(keys - seen)
-        seen |= keys
-    return out
+    built: dict[str, tuple[dict[str, Priced], dict[str, list[str]], dict[str, int]]] = {}
+    results: dict[str, dict[str, Any]] = {}
+    for judge_name, llm_cfg in judges.items():
+        shape = json.dumps({k: llm_cfg.get(k) for k in SAME_REQUESTS}, sort_keys=True)
+        if shape not in built:
+            distinct: dict[str, Priced] = {}
+            arm_keys: dict[str, list[str]] = {}
+            new_calls: dict[str, int] = {}
+            for name in arms or sorted(params.get("arm") or {}):
+                before = set(distinct)
+                arm_keys[name] = summarize(arm_requests(params | {"judge": llm_cfg}, name, trajectories, checklists, tasks), distinct)
+                # identical requests of arms priced earlier are one call (request keys leave out `purpose`)
+                new_calls[name] = len(set(arm_keys[name]) - before)
+            built[shape] = distinct, arm_keys, new_calls
+        distinct, arm_keys, new_calls = built[shape]
+        out: dict[str, Any] = {"provider": llm_cfg.get("provider"), "model": llm_cfg.get("model"),
+                               "tokenizer": tokenizer_name(), "min_cacheable_tokens": llm_cfg.get("min_cacheable_tokens"),
+                               "prices": applied_prices(llm_cfg), "structured_output": llm_cfg.get("structured_output") or "json_schema",
+                               "trajectories": len(trajectories),
+                               "output_tokens": "assumed per response (gcpc.llm.estimate.OUTPUT_TOKENS)",
+                               "tick_questions": "assumed: max_questions per task before generation", "arms": {}}
+        for name, priced in price_arms(arm_keys, distinct, llm_cfg).items():
+            out["arms"][name] = priced | {"new_calls": new_calls[name]}
+        out["experiment"] = price_arms({"all": list(distinct)}, distinct, llm_cfg)["all"] | {"calls": len(distinct)}
+        results[judge_name] = out
+    return results
+
+
+def print_estimate(result: dict[str, Any]) -> None:
+    print(f"{result['provider']} {result['model']}  tokenizer: {result['tokenizer']}  structured_output: "
+          f"{result['structured_output']}  min cacheable: {result['min_cacheable_tokens']}  trajectories: {result['trajectories']}")
+    w = max([14, *(len(name) for name in result["arms"])])
+    print(f"{'arm':{w}s} {'requests':>8s} {'input tok':>11s} {'output tok':>10s} {'sync $':>10s} {'batch $':>10s} "
+          f"{'batch+cache $':>13s} {'ratio':>6s} {'new calls':>9s}")
+    fmt = lambda v: f"{v:10.4f}" if isinstance(v, float) else f"{'-':>10s}"  # noqa: E731
+    rows = [(name, a, a["new_calls"]) for name, a in result["arms"].items()] + [("experiment", result["experiment"],
+                                                                                  result["experiment"]["calls"])]
+    for name, a, calls in rows:
+        c = a["cost"] or {}
+        print(f"{name:{w}s} {a['requests']:8d} {a['input_tokens']:11d} {a['output_tokens']:10d} {fmt(c.get('sync'))} "
+              f"{fmt(c.get('batch'))} {fmt(c.get('batch_cached')):>13s} {c.get('batch_cached_over_sync') or '-':>6} {calls:9d}")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--params", type=Path, default=Path("params.yaml"))
-    parser.add_argument("--judge", help="price with conf/llm/<NAME>.yaml instead of params.yaml's judge")
+    parser.add_argument("--judge", nargs="+", help="price with conf/llm/<NAME>.yaml instead of params.yaml's judge (several: "
+                                                   "one estimate each; --out then needs '{judge}' in its name)")
     parser.add_argument("--ingest", type=Path, default=Path("data/processed/ingest"))
     parser.add_argument("--synth", type=Path, default=Path("data/processed/synthesize"))
     parser.add_argument("--arm", action="append", help="only these arms (default: every configured arm)")
+    parser.add_argument("--structured_output", "--structured-output", choices=["json_schema", "json_object", "prompt"],
+                        help="price with this structured_output mode instead of the judge config's")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     params = yaml.safe_load(args.params.read_text(encoding="utf-8"))
-    if args.judge:
-        params["judge"] = yaml.safe_load(Path("conf/llm", f"{args.judge}.yaml").read_text(encoding="utf-8"))
+    judges = ({name: yaml.safe_load(Path("conf/llm", f"{name}.yaml").read_text(encoding="utf-8")) for name in args.judge}
+              if args.judge else {"judge": params["judge"]})
+    if args.structured_output:
+        judges = {name: cfg | {"structured_output": args.structured_output} for name, cfg in judges.items()}
+    if args.out and len(judges) > 1 and "{judge}" not in str(args.out):
+        parser.error("--out needs '{judge}' in its name when several judges are priced")
     for p in (args.ingest / "trajectories.jsonl", args.synth / "checklists.jsonl"):
         if not p.exists():
             print(f"estimate: {p} not found (run `dvc repro synthesize` first: the estimate prices the real requests)",
                   file=sys.stderr)
             return 2
-    result = estimate(params, args.ingest, args.synth, args.arm)
-    if args.out:
-        write_json(args.out, result)
-    print(f"{result['provider']} {result['model']}  tokenizer: {result['tokenizer']}  "
-          f"min cacheable: {result['min_cacheable_tokens']}  trajectories: {result['trajectories']}")
-    w = max([14, *(len(name) for name in result["arms"])])
-    print(f"{'arm':{w}s} {'requests':>8s} {'input tok':>11s} {'output tok':>10s} {'sync $':>10s} {'batch $':>10s} "
-          f"{'batch+cache $':>13s} {'ratio':>6s} {'new calls':>9s}")
-    for name, a in result["arms"].items():
-        c = a["cost"] or {}
-        fmt = lambda v: f"{v:10.4f}" if isinstance(v, float) else f"{'-':>10s}"  # noqa: E731
-        print(f"{name:{w}s} {a['requests']:8d} {a['input_tokens']:11d} {a['output_tokens']:10d} {fmt(c.get('sync'))} "
-              f"{fmt(c.get('batch'))} {fmt(c.get('batch_cached')):>13s} {c.get('batch_cached_over_sync') or '-':>6} {a['new_calls']:9d}")
+    for name, result in estimate_judges(params, args.ingest, args.synth, judges, args.arm).items():
+        if args.out:
+            write_json(Path(str(args.out).replace("{judge}", name)), result)
+        print_estimate(result)
     return 0
 
 

@@ -1,8 +1,12 @@
 """Prompts are versioned Jinja2 files under prompts/; this renders them into request messages.
 
-A template's text above the line '===' is the stable prefix (rules, schema, checklist): it becomes
-the system message and carries a cache marker. Everything after it (task material, trajectory)
-becomes the user message, so providers with prompt caching reuse the prefix across calls.
+A template's text above the line '===' is the stable prefix (rules, schema, examples): it becomes
+the system message and carries a cache marker. Everything after it becomes the user message, so
+providers with prompt caching reuse the prefix across calls (synthesis, TICK question generation).
+
+Judge requests use `LayoutTemplate` instead (prompts/judging/layout/README.md): one fixed system
+block, then the rendered log with the cache marker, then the arm's own text. The cached prefix is
+then the same for every arm, TICK question and pass of a trajectory.
 """
 
 from __future__ import annotations
@@ -52,3 +56,37 @@ class PromptTemplate:
             prefix, rest = text.split(SEPARATOR, 1)
             return [Message(role="system", content=prefix.strip(), cache_prefix=True), Message(role="user", content=rest.strip())]
         return [Message(role="user", content=text.strip())]
+
+
+class LayoutTemplate(PromptTemplate):
+    """An arm's judge template in the shared judging layout: [system block, log (cache marker), arm's text].
+
+    `layout` is the folder with `system.md` and `log.jinja` (prompts/judging/layout); the hash covers
+    the arm's template and both layout files, so a change to any of them changes the request keys.
+    """
+
+    SYSTEM, LOG = "system.md", "log.jinja"
+
+    def __init__(self, template: str | Path, layout: str | Path):
+        super().__init__(template)
+        if SEPARATOR in self.source:
+            raise ValueError(f"{self.path}: a judge template holds only the arm's part (no '===' line); "
+                             f"the layout ({layout}) supplies the system block and the log")
+        self.layout = Path(layout)
+        parts = []
+        for name in (self.SYSTEM, self.LOG):
+            f = self.layout / name
+            if not f.exists():
+                raise FileNotFoundError(f"{f}: judging layout file not found (needed by {self.path})")
+            parts.append(f.read_text(encoding="utf-8"))
+        self.system, self.log_source = parts
+        self.hash = sha256_text("\n\x00\n".join([self.source, f"{self.SYSTEM}\n{self.system}", f"{self.LOG}\n{self.log_source}"]))
+
+    def render(self, schema: type[BaseModel] | dict[str, Any], **variables: Any) -> list[Message]:
+        if "log" not in variables:
+            raise TypeError(f"{self.path}: a judge template is rendered with the log (`log=`)")
+        arm_text = super().render(schema, **variables)[0].content
+        log_block = _env.from_string(self.log_source).render(log=variables["log"]).strip()
+        return [Message(role="system", content=self.system.strip()),
+                Message(role="user", content=log_block, cache_prefix=True),
+                Message(role="user", content=arm_text)]

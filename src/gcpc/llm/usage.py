@@ -96,12 +96,49 @@ def _finish(group: dict[str, Any]) -> dict[str, Any]:
             "cost": round(group["cost"], 6) if group["priced"] else None}
 
 
+def _estimated(record: CallRecord) -> tuple[int, int] | None:
+    """(input, output) tokens `gcpc.llm.estimate` puts on this attempt's request before any call
+    (None for a record without its request, which only hand-made records lack)."""
+    from pydantic import ValidationError
+
+    from gcpc.llm.base import LLMRequest
+    from gcpc.llm.estimate import output_tokens, request_tokens
+
+    try:
+        request = LLMRequest.model_validate(record.request)
+    except ValidationError:
+        return None
+    return request_tokens(request)[0], output_tokens(request)
+
+
+def _compare(estimated: dict[str, int], reported: dict[str, int], n: int) -> dict[str, Any]:
+    if not n:
+        return {"attempts_compared": 0, "why": "no attempt reports token usage (the heuristic provider reports none)"}
+    out: dict[str, Any] = {"attempts_compared": n}
+    for f in ("input_tokens", "output_tokens"):
+        out[f] = {"estimated": estimated[f], "reported": reported[f],
+                  "reported_over_estimated": round(reported[f] / estimated[f], 4) if estimated[f] else None}
+    return out
+
+
 def summarize_usage(records: Iterable[CallRecord], cfg: dict[str, Any]) -> dict[str, Any]:
+    """Tokens, attempts and cost of one call file, and `estimate_vs_usage`: what `gcpc.llm.estimate`
+    would have put on the same attempts (BPE input tokens, assumed output tokens) against what the
+    provider reported (input = uncached + cache writes + cache reads)."""
     prices = applied_prices(cfg)
     priced_identity = _identity(cfg)
     total, by_model, by_purpose = _empty(), defaultdict(_empty), defaultdict(_empty)
     unpriced: set[str] = set()
+    estimated, reported, compared = {"input_tokens": 0, "output_tokens": 0}, {"input_tokens": 0, "output_tokens": 0}, 0
     for record in records:
+        guess = _estimated(record) if record.usage and any(record.usage.get(f) for f in TOKEN_FIELDS) else None
+        if guess is not None:
+            est_in, est_out = guess
+            estimated["input_tokens"] += est_in
+            estimated["output_tokens"] += est_out
+            reported["input_tokens"] += sum(int(record.usage.get(f, 0)) for f in TOKEN_FIELDS[:3])
+            reported["output_tokens"] += int(record.usage.get("output_tokens", 0))
+            compared += 1
         cost = None
         if prices is not None and (record.provider, record.model) == priced_identity:
             cost = record_cost(record, prices)
@@ -119,6 +156,7 @@ def summarize_usage(records: Iterable[CallRecord], cfg: dict[str, Any]) -> dict[
         "total": _finish(total),
         "by_model": {k: _finish(v) for k, v in sorted(by_model.items())},
         "by_purpose": {k: _finish(v) for k, v in sorted(by_purpose.items())},
+        "estimate_vs_usage": _compare(estimated, reported, compared),
     }
 
 
@@ -153,8 +191,21 @@ def combine_summaries(files: dict[str, dict[str, Any]]) -> dict[str, Any]:
         "total": add_groups(f["total"] for f in files.values()),
         "by_model": merged("by_model"),
         "by_purpose": merged("by_purpose"),
+        "estimate_vs_usage": _compare(*_summed(files), sum(int((f.get("estimate_vs_usage") or {}).get("attempts_compared", 0))
+                                                           for f in files.values())),
         "files": {k: files[k] for k in sorted(files)},
     }
+
+
+def _summed(files: dict[str, dict[str, Any]]) -> tuple[dict[str, int], dict[str, int]]:
+    est, rep = {"input_tokens": 0, "output_tokens": 0}, {"input_tokens": 0, "output_tokens": 0}
+    for f in files.values():
+        e = f.get("estimate_vs_usage") or {}
+        for k in est:
+            if isinstance(e.get(k), dict):
+                est[k] += int(e[k]["estimated"])
+                rep[k] += int(e[k]["reported"])
+    return est, rep
 
 
 def read_usage(path: str | Path) -> dict[str, Any] | None:

@@ -5,9 +5,10 @@
   not take, such as length limits, move into descriptions); `structured_output: prompt` sends no
   format (the schema is in the prompt); `json_object` does not exist here and is a config error.
   The reply text is validated by the client against the request's schema and response model.
-* Prompt caching: every message marked `cache_prefix` (the rules + checklist system prompt from
-  `prompts.py`) becomes a text block with `cache_control: {"type": "ephemeral"}`; the trajectory
-  follows in the user turn, after the breakpoint.
+* Prompt caching: every message marked `cache_prefix` becomes a text block with
+  `cache_control: {"type": "ephemeral"}`. In judge requests that is the log block of the judging
+  layout (`prompts.LayoutTemplate`): system block + log are cached, and the arm's text follows in the
+  same user turn, after the breakpoint. Consecutive messages of one role become one turn.
 * `temperature` / `top_p` are sent as body fields when configured (this SDK version no longer has
   keyword arguments for them; models from Claude 4.7 on reject them, so leave them unset there).
   The Messages API has no `seed`: configuring one is an error rather than a silent no-op.
@@ -78,6 +79,17 @@ class AnthropicProvider(RemoteProvider):
             block["cache_control"] = {"type": "ephemeral", **({"ttl": self.settings.cache_ttl} if self.settings.cache_ttl else {})}
         return block
 
+    def _turns(self, messages: list[Message]) -> list[dict[str, Any]]:
+        """Consecutive messages of one role as one turn of several text blocks (the judging layout's log
+        block, which carries the cache breakpoint, and the arm's text are one user turn)."""
+        turns: list[dict[str, Any]] = []
+        for m in messages:
+            if turns and turns[-1]["role"] == m.role:
+                turns[-1]["content"].append(self._block(m))
+            else:
+                turns.append({"role": m.role, "content": [self._block(m)]})
+        return turns
+
     def payload(self, request: LLMRequest) -> dict[str, Any]:
         s = request.sampling
         output_config: dict[str, Any] = {}
@@ -89,7 +101,7 @@ class AnthropicProvider(RemoteProvider):
         params: dict[str, Any] = {
             "model": request.model,
             "max_tokens": s.get("max_tokens", self.settings.max_tokens),
-            "messages": [{"role": m.role, "content": [self._block(m)]} for m in request.messages if m.role != "system"],
+            "messages": self._turns([m for m in request.messages if m.role != "system"]),
         }
         if output_config:
             params["output_config"] = output_config

@@ -33,7 +33,7 @@ from typing import Any
 import openai
 from openai.lib._pydantic import _ensure_strict_json_schema
 
-from gcpc.llm.base import BatchResult, LLMRequest, ProviderError, RawResponse
+from gcpc.llm.base import BatchResult, LLMRequest, Message, ProviderError, RawResponse, cached_prefix
 from gcpc.llm.providers.remote import RemoteProvider, int_usage, split_known
 from gcpc.llm.settings import LLMSettings
 
@@ -110,6 +110,19 @@ def _from_completion(data: dict[str, Any], request_id: str | None, batch_id: str
                        stop_reason=stop, batch_id=batch_id)
 
 
+def merged_turns(messages: list[Message]) -> list[dict[str, str]]:
+    """Consecutive messages of one role joined into one (blank line between): the judging layout's log
+    block and the arm's text become one user message. OpenAI caches by token prefix, so the log still
+    leads the prefix; and chat templates of local servers that require alternating roles accept it."""
+    turns: list[dict[str, str]] = []
+    for m in messages:
+        if turns and turns[-1]["role"] == m.role:
+            turns[-1]["content"] += "\n\n" + m.content
+        else:
+            turns.append({"role": m.role, "content": m.content})
+    return turns
+
+
 class OpenAIProvider(RemoteProvider):
     name = "openai"
     sdk = openai
@@ -129,14 +142,13 @@ class OpenAIProvider(RemoteProvider):
     # ---- the one payload ----------------------------------------------------------------------
     def payload(self, request: LLMRequest) -> dict[str, Any]:
         s = request.sampling
-        body: dict[str, Any] = {"model": request.model,
-                                "messages": [{"role": m.role, "content": m.content} for m in request.messages]}
+        body: dict[str, Any] = {"model": request.model, "messages": merged_turns(request.messages)}
         if s.get("max_tokens") is not None:
             body[self.settings.max_tokens_param] = s["max_tokens"]
         for k in ("temperature", "top_p", "seed", "reasoning_effort"):
             if s.get(k) is not None:
                 body[k] = s[k]
-        prefix = [m.content for m in request.messages if m.cache_prefix]
+        prefix = [m.content for m in cached_prefix(request.messages)]
         if self.settings.prompt_cache_key and prefix:
             body["prompt_cache_key"] = "gcpc-" + hashlib.sha256("\n".join(prefix).encode()).hexdigest()[:32]
         body.update(s.get("extra_body") or {})

@@ -74,7 +74,12 @@ def without_latency(path: Path) -> list[dict]:
 
 
 def digest(record: dict) -> str:
-    msgs = record["request"]["messages"]
+    """The fake server's digest of the prompt this record's request sends (consecutive user messages merged
+    as the OpenAI provider merges them)."""
+    from gcpc.llm.base import Message
+    from gcpc.llm.providers.openai_provider import merged_turns
+
+    msgs = merged_turns([Message.model_validate(m) for m in record["request"]["messages"]])
     return prompt_digest("\n".join(m["content"] for m in msgs if m["role"] == "system"),
                          "\n".join(m["content"] for m in msgs if m["role"] == "user"))
 

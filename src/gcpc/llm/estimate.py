@@ -276,7 +276,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     for name, result in estimate_judges(params, args.ingest, args.synth, judges, args.arm).items():
         if args.out:
-            write_json(Path(str(args.out).replace("{judge}", name)), result)
+            command = "python -m gcpc.llm.estimate " + " ".join(sys.argv[1:] if argv is None else argv)
+            write_json(Path(str(args.out).replace("{judge}", name)), {"command": command} | result)
         print_estimate(result)
     return 0
 

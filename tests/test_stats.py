@@ -157,3 +157,16 @@ def test_paired_delta_uses_same_resamples_as_single_auc():
     assert d.share_positive > 0.9  # informative score beats noise
     with pytest.raises(ValueError, match="NaN"):
         paired_delta_auc(df.assign(noise=np.nan), "score", "noise", "label", "task_id", n_resamples=10)
+
+
+def test_average_ranks_equal_scipy_rankdata():
+    from scipy.stats import rankdata
+
+    from gcpc.analysis.stats import average_ranks
+
+    rng = np.random.default_rng(7)
+    for n in (1, 2, 3, 17, 400):
+        for levels in (1, 2, 5, n):
+            x = rng.integers(0, levels, n) / 3  # coarse scores: many ties
+            ours, ref = average_ranks(x), rankdata(x)
+            assert ours.dtype == ref.dtype and np.array_equal(ours, ref)

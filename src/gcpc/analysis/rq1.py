@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sklearn.metrics import roc_curve
 
 from gcpc.analysis.common import (
     DEFAULTS,
@@ -558,6 +557,8 @@ def roc_points(metrics: pd.DataFrame, cfg: dict[str, Any] | None = None) -> pd.D
     c = resolve_config(cfg)
     _check_columns(metrics, c["scores"])
     c["scores"] = active_scores(metrics, c)
+    from sklearn.metrics import roc_curve  # here, not at the top: importing sklearn costs every importer ~1 s
+
     from gcpc.report.labels import labeler_for
 
     rows = decided(with_method_arm(metrics, c["default_variants"]))

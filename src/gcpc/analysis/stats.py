@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.stats import rankdata
 
 
 class UndefinedStatistic(ValueError):
@@ -65,9 +64,22 @@ def auc(scores: Any, labels: Any) -> float:
         raise UndefinedStatistic(
             f"AUC is undefined with a single class (n_pos={n_pos}, n_neg={n_neg})"
         )
-    ranks = rankdata(s)  # average ranks: a tie contributes one half
+    ranks = average_ranks(s)  # a tie contributes one half
     u = float(ranks[y].sum()) - n_pos * (n_pos + 1) / 2.0
     return u / (n_pos * n_neg)
+
+
+def average_ranks(values: np.ndarray) -> np.ndarray:
+    """1-based ranks, ties given their average: `scipy.stats.rankdata(values)` (method 'average'), the
+    same floats (tests compare), without importing scipy.stats (about 1 s for every stage that imports this)."""
+    v = np.asarray(values)
+    order = np.argsort(v, kind="mergesort")
+    ranked = v[order]
+    first = np.r_[True, ranked[1:] != ranked[:-1]]  # start of each run of equal values
+    dense = np.empty(v.shape[0], dtype=np.intp)
+    dense[order] = first.cumsum()
+    bounds = np.r_[np.flatnonzero(first), v.shape[0]]
+    return 0.5 * (bounds[dense] + bounds[dense - 1] + 1)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,8 @@ from gcpc.params import load_params, section, stage_args
 
 def main() -> None:
     args = stage_args("Ingest Harbor-format tasks and trials into canonical JSONL.")
-    pop = run(section(load_params(args.params), "data"), Path.cwd())
+    params = load_params(args.params)
+    pop = run(section(params, "data"), Path.cwd(), workers=(params.get("ingest") or {}).get("workers"))
     print(f"ingest: {pop['n_tasks']} tasks, {pop['n_trajectories']} trajectories, {pop['n_excluded']} excluded")
 
 

@@ -11,6 +11,7 @@ import hashlib
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -161,7 +162,7 @@ def corpus_boundary(cfg: dict[str, Any], corpus_root: Path) -> list[Path]:
     return named
 
 
-def ingest(corpus_cfg: dict[str, Any], root: Path) -> IngestResult:
+def ingest(corpus_cfg: dict[str, Any], root: Path, workers: int = 1) -> IngestResult:
     """Read one corpus: {name, benchmark, tasks_dir, trials_dirs[, root][, format]}; paths relative to its root.
 
     `format` selects the reader: `harbor` (default; Harbor task and trial folders, also a
@@ -171,6 +172,8 @@ def ingest(corpus_cfg: dict[str, Any], root: Path) -> IngestResult:
     Every path of the config (`tasks_dir`, `tasks_file`, `trials_dirs`, `reports_dirs`) resolves
     against the corpus root (`root/<corpus_cfg.root>` when given, else `root`), and recorded paths
     are relative to it (or to `root` for files outside it).
+    `workers`: processes reading Terminal-Bench 1 trials (`gcpc.corpus.parallel`); the result is the
+    same for any count.
     """
     root = Path(root)
     fmt = str(corpus_cfg.get("format") or "harbor")
@@ -178,8 +181,10 @@ def ingest(corpus_cfg: dict[str, Any], root: Path) -> IngestResult:
         raise ValueError(f"corpus config {corpus_cfg.get('name', '?')!r}: unknown format {fmt!r} "
                          f"(one of {', '.join(FORMATS)})")
     if fmt == "terminal-bench-1":
-        from gcpc.corpus.terminal_bench1 import BENCHMARK, read_corpus
-        corpus_cfg = {"benchmark": BENCHMARK, **corpus_cfg}
+        from gcpc.corpus import terminal_bench1
+
+        read_corpus = partial(terminal_bench1.read_corpus, workers=workers)
+        corpus_cfg = {"benchmark": terminal_bench1.BENCHMARK, **corpus_cfg}
     elif fmt == "swe-bench":
         from gcpc.corpus.swe_bench import read_corpus
         corpus_cfg = {"benchmark": "swe-bench-verified", **corpus_cfg}
@@ -394,9 +399,13 @@ def corpora_from_params(data: dict[str, Any]) -> list[dict[str, Any]]:
     raise ValueError("params.yaml: 'data.corpora' must be a list or a mapping")
 
 
-def run(data: dict[str, Any], root: Path) -> dict[str, Any]:
-    """The stage: ingest every configured corpus and write the merged outputs under data.out_dir."""
+def run(data: dict[str, Any], root: Path, workers: int | None = None) -> dict[str, Any]:
+    """The stage: ingest every configured corpus and write the merged outputs under data.out_dir.
+    `workers` (params `ingest.workers`; None: one per CPU, capped) changes speed only, never the outputs."""
     from gcpc.corpus import population
+    from gcpc.corpus.parallel import resolve_workers
 
-    result = population.apply(merge_results([ingest(cfg, root) for cfg in corpora_from_params(data)]), data.get("population"))
+    n = resolve_workers(workers)
+    result = population.apply(merge_results([ingest(cfg, root, workers=n) for cfg in corpora_from_params(data)]),
+                              data.get("population"))
     return write_outputs(result, Path(root) / data.get("out_dir", DEFAULT_OUT_DIR))

@@ -195,8 +195,8 @@ class _Screen:
         self.base += n
 
 
-def iter_stream(source: bytes | BinaryIO, counter: Counter | None = None) -> Iterator[LogLine]:
-    """Replay a raw terminal byte stream as it is read; one LogLine per resulting line (trailing spaces removed)."""
+def iter_stream_reference(source: bytes | BinaryIO, counter: Counter | None = None) -> Iterator[LogLine]:
+    """The specification of `iter_stream`: every line goes through `_Screen.feed` (tests check both agree)."""
     screen = _Screen()
     counter = counter or Counter()
     i = -1
@@ -211,6 +211,155 @@ def iter_stream(source: bytes | BinaryIO, counter: Counter | None = None) -> Ite
         screen.feed(text, i)
         if screen.row - screen.base > 2 * SCREEN_ROWS:
             yield from screen.pop(len(screen.rows) - (screen.row - screen.base - SCREEN_ROWS))
+    if i >= 0:
+        yield from screen.pop(0)
+
+
+_CONTROL_BUT_CR = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+_NOOP_CSI_FINALS = frozenset("@EFHIJLMNOPQRSTUVWXYZ[\\]^_`abcdefghijklmnopqrstuvwxyz{|}~")
+"""CSI finals `_Screen.feed` ignores (everything but K, A, B, C, D, G)."""
+_STRING_INTRO = re.compile(r"\x1b[\]P^_X]")
+_ROW_MOVE = re.compile(r"\x1b\[[0-?]*[ -/]*[AB]")
+_CLEARED = "\r\x1b[2K"
+
+
+class _FastScreen(_Screen):
+    """`_Screen` with a faster `feed` for lines that hold escape sequences; the same rows, cursor and spans."""
+
+    def feed(self, line: str, raw_index: int) -> None:
+        if _CLEARED in line and _STRING_INTRO.search(line) is None:
+            # A spinner redrawn in place: everything before the last "return, erase line" only rewrote this
+            # row (no cursor-up/down before it; without string sequences every ESC and CR starts a token),
+            # so the row is empty there, the cursor at column 0, and the row written by this raw line.
+            k = line.rfind(_CLEARED)
+            if _ROW_MOVE.search(line, 0, k) is None:
+                r = self.row - self.base
+                self.rows[r] = ""
+                self.col = 0
+                self.touch(raw_index)
+                line = line[k + len(_CLEARED):]
+        pending: list[str] = []  # consecutive texts (only no-op sequences between them) are written at once
+        for m in _TOKEN.finditer(line):
+            kind = m.lastgroup
+            if kind == "text":
+                pending.append(m.group())
+                continue
+            if kind == "csi":
+                final = m.group("final")
+                if final in _NOOP_CSI_FINALS:
+                    continue
+            elif kind != "cr" and kind != "bs":
+                continue  # other escape sequences and control characters print nothing
+            if pending:
+                self.write("".join(pending), raw_index)
+                pending.clear()
+            if kind == "cr":
+                self.col = 0
+            elif kind == "bs":
+                self.col = max(self.col - 1, 0)
+            else:
+                params = m.group("params")
+                if final == "K":
+                    self.erase(int(params) if params.isdigit() else 0, raw_index)
+                elif final == "A":
+                    self.goto_row(self.row - _count(params), raw_index)
+                elif final == "B":
+                    self.goto_row(self.row + _count(params), raw_index)
+                elif final == "C":
+                    self.col += _count(params)
+                elif final == "D":
+                    self.col = max(self.col - _count(params), 0)
+                else:  # G
+                    self.col = _count(params) - 1
+        if pending:
+            self.write("".join(pending), raw_index)
+
+
+def iter_stream(source: bytes | BinaryIO, counter: Counter | None = None) -> Iterator[LogLine]:
+    """Replay a raw terminal byte stream as it is read; one LogLine per resulting line (trailing spaces removed).
+
+    The same replay as `iter_stream_reference`, with the two common cases inlined (ingest spends most
+    of its time here): a line without control characters, and a line whose only control characters
+    are carriage returns (`text\\r`, progress bars). Every other line goes through `_Screen.feed`."""
+    if isinstance(source, bytes):
+        source = io.BytesIO(source)
+    counter = counter or Counter()
+    screen = _FastScreen()
+    rows, first, last, start, end = screen.rows, screen.first, screen.last, screen.start, screen.end
+    # (pop() and goto_row() change these lists in place, so the names stay valid)
+    control, control_but_cr = _CONTROL.search, _CONTROL_BUT_CR.search
+    keep_rows = SCREEN_ROWS
+    r = 0  # cursor row relative to screen.base
+    col = 0
+    pos = 0
+    i = -1
+    for i, raw in enumerate(source):
+        n = len(raw)
+        if raw[-1:] == b"\n":
+            part, offset, cur_end = raw[:-1], pos, pos + n - 1
+        else:
+            part, offset, cur_end = raw, pos, pos + n
+        pos += n
+        try:
+            text = part.decode("utf-8")
+        except UnicodeDecodeError:
+            text, bad = _decode(part)
+            counter.invalid_utf8 += bad
+        if i:  # newline: the cursor moves to the next row (a new one unless a cursor-up left rows below)
+            r += 1
+            col = 0
+            if r == len(rows):
+                rows.append("")
+                first.append(i)
+                last.append(i)
+                start.append(offset)
+                end.append(cur_end)
+        else:
+            start[0], end[0] = offset, cur_end
+        # every raw index seen so far is <= i, so "touch" (the row was last written by line i) is unconditional
+        if text[-1:] == "\r" and control(text, 0, len(text) - 1) is None:  # text, then carriage return
+            if len(text) > 1:
+                cur = rows[r]
+                if not cur:
+                    rows[r] = text[:-1]
+                else:
+                    rows[r] = text[:-1] + cur[len(text) - 1:]
+                last[r] = i
+                end[r] = cur_end
+            col = 0
+        elif control(text) is None:  # plain text
+            cur = rows[r]
+            if col == 0 and not cur:
+                rows[r] = text
+            else:
+                if col > len(cur):
+                    cur += " " * (col - len(cur))
+                rows[r] = cur[:col] + text + cur[col + len(text):]
+            col += len(text)
+            last[r] = i
+            end[r] = cur_end
+        elif control_but_cr(text) is None:  # progress bar: texts separated by carriage returns
+            for k, piece in enumerate(text.split("\r")):
+                if k:
+                    col = 0
+                if piece:
+                    cur = rows[r]
+                    if col > len(cur):
+                        cur += " " * (col - len(cur))
+                    rows[r] = cur[:col] + piece + cur[col + len(piece):]
+                    col += len(piece)
+                    last[r] = i
+                    end[r] = cur_end
+        else:
+            screen.row, screen.col, screen.cur_start, screen.cur_end = screen.base + r, col, offset, cur_end
+            screen.feed(text, i)
+            r, col = screen.row - screen.base, screen.col
+        if r > 2 * keep_rows:
+            screen.row, screen.col = screen.base + r, col
+            yield from screen.pop(len(rows) - (r - keep_rows))
+            r = screen.row - screen.base
     if i >= 0:
         yield from screen.pop(0)
 

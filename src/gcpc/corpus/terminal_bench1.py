@@ -36,12 +36,14 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from gcpc.corpus.guard import allowed, outside_links, read_guarded
 from gcpc.corpus.harbor import display_path
 from gcpc.corpus.models import Exclusion, Outcome, Task, Trajectory, VerifierTest
+from gcpc.corpus.parallel import map_ordered
 from gcpc.corpus.size import log_size
 from gcpc.corpus.tb1_logs import TypedCommand, parse_commands, read_session
 
@@ -419,38 +421,47 @@ def listed_without_folder(sc: Scan, root: Sequence[Path]) -> list[Exclusion]:
     return [out[k] for k in sorted(out)]
 
 
-def read_corpus(cfg: dict[str, Any], root: Path, roots: Sequence[Path]) -> tuple[list[Task], list[Trajectory],
-                                                                                    list[Exclusion], list[str]]:
-    """A Terminal-Bench 1 corpus: `trials_dirs` are folders of runs (every subfolder one run)."""
+def _read_one(tf: TrialFolder, *, by_id: dict[str, Task], roots: Sequence[Path], condition: str,
+              max_chars: int | None, strict: bool) -> Trajectory | Exclusion:
+    """One trial folder (not a duplicate) -> its Trajectory, or the Exclusion saying why not; runs in a worker."""
+    label = display_path(tf.path, roots)
+    links = outside_links(tf.path, display=lambda p: display_path(p, roots))
+    if links:
+        return Exclusion(path=label, benchmark=BENCHMARK, source=tf.run, task_id=tf.task_from_name,
+                         reason=f"link outside the corpus root: {'; '.join(links)}")
+    item, why = read_guarded(lambda: read_trial(tf, by_id, root=roots, condition=condition, render_max_chars=max_chars),
+                             what=f"unreadable trial: {label}", strict=strict)
+    if item is None:
+        item = Exclusion(path=label, reason=str(why), benchmark=BENCHMARK, source=tf.run, task_id=tf.task_from_name)
+    return item
+
+
+def read_corpus(cfg: dict[str, Any], root: Path, roots: Sequence[Path], workers: int = 1,
+                ) -> tuple[list[Task], list[Trajectory], list[Exclusion], list[str]]:
+    """A Terminal-Bench 1 corpus: `trials_dirs` are folders of runs (every subfolder one run); trials are
+    read in up to `workers` processes (`gcpc.corpus.parallel`: the same result for any count)."""
     dirs = cfg.get("trials_dirs") or cfg.get("tasks_dir") or []
     dirs = [dirs] if isinstance(dirs, str) else list(dirs)
     sc = scan([root / d for d in dirs], roots)
     notes = list(sc.notes)
     tasks = read_tasks(sc, roots, notes)
     by_id = {t.task_id: t for t in tasks}
-    condition = str(cfg.get("condition") or "unknown")
-    max_chars = cfg.get("render_max_chars")
     duplicates = find_duplicates(sc.trials)
+    read_one = partial(_read_one, by_id=by_id, roots=roots, condition=str(cfg.get("condition") or "unknown"),
+                       max_chars=cfg.get("render_max_chars"), strict=bool(cfg.get("strict", False)))
+    originals = [tf for tf in sc.trials if tf.path not in duplicates]
+    read = iter(map_ordered(read_one, originals, workers))
     trajectories: list[Trajectory] = []
     exclusions: list[Exclusion] = []
     for tf in sc.trials:
-        label = display_path(tf.path, roots)
         if tf.path in duplicates:
             orig = duplicates[tf.path]
             exclusions.append(Exclusion(
-                path=label, benchmark=BENCHMARK, source=tf.run, task_id=tf.task_from_name,
+                path=display_path(tf.path, roots), benchmark=BENCHMARK, source=tf.run, task_id=tf.task_from_name,
                 duplicate_of=f"{BENCHMARK}/{orig.run}/{orig.rel}",
                 reason=f"duplicate: byte-identical copy ({', '.join(tf.files)}) of {display_path(orig.path, roots)}"))
             continue
-        links = outside_links(tf.path, display=lambda p: display_path(p, roots))
-        if links:
-            exclusions.append(Exclusion(path=label, benchmark=BENCHMARK, source=tf.run, task_id=tf.task_from_name,
-                                        reason=f"link outside the corpus root: {'; '.join(links)}"))
-            continue
-        item, why = read_guarded(lambda: read_trial(tf, by_id, root=roots, condition=condition, render_max_chars=max_chars),
-                                 what=f"unreadable trial: {label}", strict=bool(cfg.get("strict", False)))
-        if item is None:
-            item = Exclusion(path=label, reason=str(why), benchmark=BENCHMARK, source=tf.run, task_id=tf.task_from_name)
+        item = next(read)
         (exclusions if isinstance(item, Exclusion) else trajectories).append(item)
     exclusions += listed_without_folder(sc, roots)
     exclusions += [Exclusion(path=display_path(p, roots), benchmark=BENCHMARK, source=p.name,

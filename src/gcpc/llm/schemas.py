@@ -7,7 +7,6 @@ import math
 from collections.abc import Sequence
 from typing import Any, Literal, get_args
 
-import jsonschema
 from pydantic import BaseModel, ConfigDict, Field
 
 Route = Literal["assertion", "generated", "judge"]
@@ -156,6 +155,8 @@ def holistic_schema(*, rationale_max: int = RATIONALE_MAX_CHARS) -> dict[str, An
 
 def schema_errors(instance: Any, schema: dict[str, Any], *, limit: int = 5) -> list[str]:
     """JSON Schema (2020-12) violations of a parsed reply, as 'path: message' lines (empty = valid)."""
+    import jsonschema  # here: stages that only read judgments (scoring, analyses) need not import it
+
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(instance), key=lambda e: (list(map(str, e.absolute_path)), e.message))
     out = []

@@ -388,6 +388,8 @@ def _is_mini_line(text: str) -> bool:
 
 def _harness_line(ln: LogLine, typed: list[TypedCommand]) -> tuple[bool, TypedCommand | None, str | None]:
     """(is a harness prompt line, matching typed command, command text)."""
+    if "@" not in ln.text:  # every prompt has user@host (a quick test: most lines are not prompts)
+        return False, None, None
     m = _PROMPT.match(ln.text)
     if not m:
         return False, None, None
@@ -431,7 +433,7 @@ def _tokens(lines: Iterable[LogLine], typed: list[TypedCommand], st: _Pass, *, r
     extra = 0
     for ln in lines:
         st.last_end_line = ln.end_line
-        if ln.text.strip():
+        if not st.any_text and ln.text.strip():
             st.any_text = True
         if st.cut is not None:
             if not read_to_end:
@@ -459,9 +461,14 @@ def _tokens(lines: Iterable[LogLine], typed: list[TypedCommand], st: _Pass, *, r
         yield ("cmd", command, match)
 
 
-def _scan(lines: Iterable[LogLine], typed: list[TypedCommand]) -> _Pass:
+def _scan(lines: Iterable[LogLine], typed: list[TypedCommand], record: list[_Token] | None = None) -> _Pass:
+    """The structure pass; `record` (for a session held in memory) keeps its tokens for the events pass: the
+    tokens up to the verifier cut are the same in both passes, so the second need not find them again."""
     st = _Pass()
-    for kind, value, _ in _tokens(lines, typed, st, read_to_end=True):
+    tokens = _tokens(lines, typed, st, read_to_end=True)
+    if record is not None:
+        tokens = _recorded(tokens, record)
+    for kind, value, _ in tokens:
         if kind == "cmd":
             st.has_mini.append(False)
             st.not_found.append(None)
@@ -471,9 +478,15 @@ def _scan(lines: Iterable[LogLine], typed: list[TypedCommand]) -> _Pass:
             st.lead_line = value.line
         if not st.has_mini[-1] and _is_mini_line(text):
             st.has_mini[-1] = True
-        if st.not_found[-1] is None and _MINI_NOT_FOUND.search(text):
+        if st.not_found[-1] is None and text.endswith("mini: command not found") and _MINI_NOT_FOUND.search(text):
             st.not_found[-1] = value.line
     return st
+
+
+def _recorded(tokens: Iterator[_Token], record: list[_Token]) -> Iterator[_Token]:
+    for tok in tokens:
+        record.append(tok)
+        yield tok
 
 
 READ_ONCE_BYTES = 2_000_000
@@ -483,10 +496,13 @@ LineSource = Callable[[], Iterator[LogLine]]
 """Opens the session's clean lines afresh: the session is read twice (structure first, then events)."""
 
 
-def parse_lines(source: LineSource, invalid_utf8: Callable[[], int], label: str, typed: list[TypedCommand]) -> SessionResult:
-    """Events of one Terminal-Bench 1 session, read as a stream in two passes (memory bounded by the largest block)."""
+def parse_lines(source: LineSource, invalid_utf8: Callable[[], int], label: str, typed: list[TypedCommand],
+                held: bool = False) -> SessionResult:
+    """Events of one Terminal-Bench 1 session, read as a stream in two passes (memory bounded by the largest block).
+    `held`: the lines are in memory anyway, so the first pass's tokens are kept for the second."""
     notes: list[str] = []
-    st = _scan(source(), typed)
+    recorded: list[_Token] | None = [] if held else None
+    st = _scan(source(), typed, recorded)
     if invalid_utf8():
         notes.append(f"{label}: {invalid_utf8()} invalid UTF-8 byte sequence(s) shown as U+FFFD")
     if not st.any_text:
@@ -500,7 +516,7 @@ def parse_lines(source: LineSource, invalid_utf8: Callable[[], int], label: str,
 
     sink = _Sink(label)
     mini = _MiniParser(sink)
-    toks = _tokens(source(), typed, _Pass(), read_to_end=False)
+    toks = iter(recorded) if recorded is not None else _tokens(source(), typed, _Pass(), read_to_end=False)
     pending: list[_Token] = []
 
     def body() -> Iterator[LogLine]:
@@ -563,7 +579,7 @@ def parse_lines(source: LineSource, invalid_utf8: Callable[[], int], label: str,
 
 def parse_session(clean: CleanText, label: str, typed: list[TypedCommand]) -> SessionResult:
     """Events of one Terminal-Bench 1 session log already cleaned into LogLines."""
-    return parse_lines(lambda: iter(clean.lines), lambda: clean.invalid_utf8, label, typed)
+    return parse_lines(lambda: iter(clean.lines), lambda: clean.invalid_utf8, label, typed, held=True)
 
 
 def read_session(path: Path, label: str, typed: list[TypedCommand]) -> tuple[SessionResult, Path]:
@@ -573,7 +589,7 @@ def read_session(path: Path, label: str, typed: list[TypedCommand]) -> tuple[Ses
     if path.stat().st_size <= READ_ONCE_BYTES:
         with path.open("rb") as fh:
             lines = list(clean_lines(fh, counter))
-        return parse_lines(lambda: iter(lines), lambda: counter.invalid_utf8, label, typed), path
+        return parse_lines(lambda: iter(lines), lambda: counter.invalid_utf8, label, typed, held=True), path
 
     def source() -> Iterator[LogLine]:
         counter.invalid_utf8 = 0

@@ -32,6 +32,7 @@ run-level `results.json` lists but that have no folder are listed as exclusions 
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
@@ -136,6 +137,33 @@ def _batch_at(folder: Path, run: str, notes: list[str], label: str) -> Batch | N
     )
 
 
+def files_below(folder: Path) -> list[str]:
+    """Files at any depth below an allowed `folder`, as sorted relative POSIX paths: what
+    `folder.rglob("*")` filtered by `is_file()` and `guard.allowed` gives, resolving only links
+    (a path without links below an allowed folder stays inside it), not every file."""
+    out: list[str] = []
+
+    def walk(path: str, prefix: str) -> None:
+        try:
+            with os.scandir(path) as it:
+                entries = list(it)
+        except PermissionError:  # as rglob: an unreadable (or refused) folder lists nothing
+            return
+        for entry in entries:
+            rel = prefix + entry.name
+            if entry.is_symlink():  # rglob does not descend into a linked folder; a linked file must resolve inside
+                linked = Path(entry.path)
+                if linked.is_file() and allowed(linked):
+                    out.append(rel)
+            elif entry.is_dir(follow_symlinks=False):
+                walk(entry.path, rel + "/")
+            elif entry.is_file(follow_symlinks=False):
+                out.append(rel)
+
+    walk(os.fspath(folder), "")
+    return sorted(out)
+
+
 def find_runs(runs_dir: Path) -> list[Path]:
     """Every run (= subfolder) of a folder of runs, sorted."""
     return sorted(p for p in runs_dir.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
@@ -162,7 +190,7 @@ def scan_run(run_path: Path, root: Sequence[Path], notes: list[str],
                 tf = TrialFolder(path=child, run=run_path.name, run_path=run_path,
                                  rel=child.relative_to(run_path).as_posix(),
                                  task_from_name=TRIAL_NAME.match(child.name).group("task"), batch=batch)  # type: ignore[union-attr]
-                tf.files = sorted(p.relative_to(child).as_posix() for p in child.rglob("*") if p.is_file() and allowed(p))
+                tf.files = files_below(child)
                 data, why = _load_json(child / "results.json", "results.json")
                 if data is not None and not isinstance(data, dict):
                     data, why = None, "results.json: not a JSON object"

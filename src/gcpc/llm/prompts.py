@@ -11,6 +11,7 @@ then the same for every arm, TICK question and pass of a trajectory.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -25,6 +26,12 @@ from gcpc.llm.base import Message
 SEPARATOR = "\n===\n"
 
 _env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled(source: str) -> jinja2.Template:
+    """A template compiled once per process: compiling costs ~10 ms, and a stage renders the same few per request."""
+    return _env.from_string(source)
 
 
 class PromptTemplate:
@@ -48,10 +55,10 @@ class PromptTemplate:
         """Messages for one request; `schema` (a response model, or the request's own JSON schema) is shown as `{{ schema }}`."""
         context = dict(variables)
         for name, text in self.includes.items():
-            context[name] = _env.from_string(text).render(**variables).strip()
+            context[name] = _compiled(text).render(**variables).strip()
         shown = schema if isinstance(schema, dict) else schema.model_json_schema()
         context["schema"] = json.dumps(shown, sort_keys=True)
-        text = _env.from_string(self.source).render(**context)
+        text = _compiled(self.source).render(**context)
         if SEPARATOR in text:
             prefix, rest = text.split(SEPARATOR, 1)
             return [Message(role="system", content=prefix.strip(), cache_prefix=True), Message(role="user", content=rest.strip())]

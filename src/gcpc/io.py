@@ -108,19 +108,10 @@ def _write_object_streamed(fh: Any, obj: dict[str, Any]) -> None:
 
 
 def write_jsonl(path: str | Path, records: Iterable[Any]) -> int:
-    from gcpc.llm.secrets import active  # late: gcpc.llm imports this module
-
-    n = 0
+    # a very long log is written in pieces (identical bytes to canonical_json) instead of one string as
+    # large as the log; only when no secret is registered, since redaction needs the whole text
     with atomic_path(path) as tmp, tmp.open("w", encoding="utf-8", newline="\n") as fh:
-        for rec in records:
-            if _size_hint(rec) > LARGE_RECORD and not active():
-                # a very long log: written in pieces (identical bytes to canonical_json) instead of one
-                # string as large as the log; only when no secret is registered, since redaction needs the whole text
-                _write_events_streamed(fh, rec)
-            else:
-                fh.write(_redact(canonical_json(rec)) + "\n")
-            n += 1
-    return n
+        return write_jsonl_lines(fh, records)
 
 
 def iter_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
@@ -140,14 +131,45 @@ def iter_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
                 raise ValueError(f"{path}:{lineno}: JSON nested too deeply") from None
 
 
-def read_models(path: str | Path, model: type[M]) -> list[M]:
-    out: list[M] = []
+def iter_models(path: str | Path, model: type[M]) -> Iterator[M]:
+    """The records of a JSONL file as `model`s, one at a time (a stage that streams holds one chunk, not the file)."""
     for i, rec in enumerate(iter_jsonl(path), 1):
         try:
-            out.append(model.model_validate(rec))
+            yield model.model_validate(rec)
         except Exception as exc:  # pydantic.ValidationError carries the field names
             raise ValueError(f"{path}: record {i} is not a valid {model.__name__}: {exc}") from exc
-    return out
+
+
+def read_models(path: str | Path, model: type[M]) -> list[M]:
+    return list(iter_models(path, model))
+
+
+def chunked(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    """Consecutive lists of at most `size` items."""
+    if size < 1:
+        raise ValueError("chunk size must be >= 1")
+    chunk: list[Any] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def write_jsonl_lines(fh: Any, records: Iterable[Any]) -> int:
+    """Append records to an open text file exactly as `write_jsonl` writes them (for a file written in pieces)."""
+    from gcpc.llm.secrets import active  # late: gcpc.llm imports this module
+
+    n = 0
+    for rec in records:
+        if _size_hint(rec) > LARGE_RECORD and not active():
+            _write_events_streamed(fh, rec)
+        else:
+            fh.write(_redact(canonical_json(rec)) + "\n")
+        n += 1
+    return n
 
 
 def write_json(path: str | Path, obj: Any) -> None:

@@ -173,7 +173,7 @@ class LLMClient:
 
         Invalid answers are never final: a request whose earlier run used up `max_attempts` gets
         `max_attempts` fresh tries; a run killed part-way through a request's tries continues them."""
-        previous = self.store.attempts(key)
+        previous = self.store.outcomes(key)  # index entries: no record is read back
         invalid = sum(1 for r in previous if r.error and r.error.startswith("invalid output"))
         return len(previous), invalid % self.max_attempts, (previous[-1].error if previous else None)
 
@@ -279,7 +279,7 @@ class LLMClient:
 
     def _failed(self, key: str, attempt: int) -> CallResult:
         """A failed unit: the last recorded error, never a coerced verdict."""
-        attempts = self.store.attempts(key)
+        attempts = self.store.outcomes(key)
         return CallResult(key=key, ok=False, parsed=None, attempts=attempt, error=attempts[-1].error if attempts else None)
 
     @staticmethod
@@ -404,7 +404,7 @@ class LLMClient:
         write_text(path, json.dumps(state, sort_keys=True, indent=1) + "\n")  # atomic, unique temp, redacted
 
     def _invalid_total(self, key: str) -> int:
-        return sum(1 for r in self.store.attempts(key) if r.error and r.error.startswith("invalid output"))
+        return sum(1 for r in self.store.outcomes(key) if r.error and r.error.startswith("invalid output"))
 
     def _collect(self, batch: dict[str, Any], pending: dict[str, LLMRequest], output_type: type[BaseModel],
                  check: Check | None, errors_seen: dict[str, int]) -> None:
@@ -413,11 +413,12 @@ class LLMClient:
         entries = {e.custom_id: e for e in self.provider.batch_results(batch_id)}  # type: ignore[attr-defined]
         for key in sorted(set(batch["custom_ids"]) | set(entries)):
             request = pending.get(key)
-            if request is None or self.store.finished(key) is not None:
+            held = self.store.outcomes(key)
+            if request is None or any(r.ok for r in held):
                 continue  # not needed by this run, or already answered
-            if any(r.batch_id == batch_id for r in self.store.attempts(key)):
+            if any(r.batch_id == batch_id for r in held):
                 continue  # recorded before a restart interrupted this collection
-            attempt = len(self.store.attempts(key)) + 1
+            attempt = len(held) + 1
             self.calls_made += 1
             entry = entries.get(key)
             if entry is None:

@@ -133,29 +133,33 @@ def iter_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
 
 def iter_models(path: str | Path, model: type[M]) -> Iterator[M]:
     """The records of a JSONL file as `model`s, one at a time (a stage that streams holds one chunk, not the file)."""
-    for i, rec in enumerate(iter_jsonl(path), 1):
-        try:
-            yield model.model_validate(rec)
-        except Exception as exc:  # pydantic.ValidationError carries the field names
-            raise ValueError(f"{path}: record {i} is not a valid {model.__name__}: {exc}") from exc
+    for _, rec in iter_models_sized(path, model):
+        yield rec
+
+
+def iter_models_sized(path: str | Path, model: type[M]) -> Iterator[tuple[int, M]]:
+    """(bytes of the line, the record as `model`) for each record of a JSONL file, one at a time."""
+    path = Path(path)
+    with path.open("rb") as fh:
+        for i, line in enumerate(fh, 1):
+            if not line.endswith(b"\n"):
+                raise ValueError(f"{path}:{i}: truncated file (the last line has no newline); re-run the stage that writes it")
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{i}: invalid JSON line ({exc.msg})") from exc
+            except RecursionError:
+                raise ValueError(f"{path}:{i}: JSON nested too deeply") from None
+            try:
+                yield len(line), model.model_validate(rec)
+            except Exception as exc:  # pydantic.ValidationError carries the field names
+                raise ValueError(f"{path}: record {i} is not a valid {model.__name__}: {exc}") from exc
 
 
 def read_models(path: str | Path, model: type[M]) -> list[M]:
     return list(iter_models(path, model))
-
-
-def chunked(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
-    """Consecutive lists of at most `size` items."""
-    if size < 1:
-        raise ValueError("chunk size must be >= 1")
-    chunk: list[Any] = []
-    for item in items:
-        chunk.append(item)
-        if len(chunk) == size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
 
 
 def write_jsonl_lines(fh: Any, records: Iterable[Any]) -> int:

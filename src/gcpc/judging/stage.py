@@ -13,13 +13,13 @@ batch mode the whole population is one chunk, so every request still goes into t
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gcpc.corpus.models import Task, Trajectory
-from gcpc.io import atomic_path, chunked, iter_models, read_models, write_jsonl, write_jsonl_lines, write_text
+from gcpc.io import atomic_path, iter_models_sized, read_models, write_jsonl, write_jsonl_lines, write_text
 from gcpc.judging.checklist_arm import judge_checklist_arm, judge_generic_arm
 from gcpc.judging.floor_arm import judge_floor_arm
 from gcpc.judging.holistic_arm import judge_holistic_arm
@@ -72,7 +72,10 @@ def judge_arm(arm: ArmSpec, trajectories: Sequence[Trajectory], *, llm_cfg: dict
 
 
 CHUNK_TRAJECTORIES = 200
-"""Trajectories judged at a time (sync and concurrent modes; batch mode takes them all at once)."""
+CHUNK_BYTES = 2_000_000
+"""A chunk is at most CHUNK_TRAJECTORIES trajectories and ends once its lines in trajectories.jsonl reach
+CHUNK_BYTES (a few large logs make a chunk alone), so a stage holds a bounded slice of its input (sync and
+concurrent modes; batch mode takes them all at once, so requests go into the fewest batches)."""
 
 
 def run(params: dict[str, Any], arm_name: str, ingest_dir: Path, synth_dir: Path, out_dir: Path, *, progress: bool = True,
@@ -85,19 +88,21 @@ def run(params: dict[str, Any], arm_name: str, ingest_dir: Path, synth_dir: Path
                   if "checklists" in reads else {})
     tasks = {(t.benchmark, t.task_id): t for t in read_models(ingest_dir / "tasks.jsonl", Task)} if "tasks" in reads else {}
     out_dir.mkdir(parents=True, exist_ok=True)
-    trajectories = iter_models(ingest_dir / "trajectories.jsonl", Trajectory)
+    trajectories = ingest_dir / "trajectories.jsonl"
     llm_cfg = params["judge"]
     budget = _Budget()
     if not ARM_KINDS[arm.kind].uses_model:
         # floors: no provider is built (none is needed, no key is read); the call store is empty by construction
-        _judge_to_file(arm, trajectories, out_dir / "judgments.jsonl", budget, chunk or CHUNK_TRAJECTORIES, llm_cfg=llm_cfg,
-                       client=None, checklists=checklists, tasks=tasks)
+        _judge_to_file(arm, trajectories, out_dir / "judgments.jsonl", budget, chunk or CHUNK_TRAJECTORIES,
+                       None if chunk else CHUNK_BYTES, llm_cfg=llm_cfg, client=None, checklists=checklists, tasks=tasks)
         write_text(out_dir / "llm_calls.jsonl", "")
     else:
         with llm_session(llm_cfg, out_dir / "llm_calls.jsonl", progress=progress) as client:
             size = chunk or (sys.maxsize if client.mode == "batch" else CHUNK_TRAJECTORIES)
-            _judge_to_file(arm, trajectories, out_dir / "judgments.jsonl", budget, size, llm_cfg=llm_cfg, client=client,
-                           checklists=checklists, tasks=tasks)
+            # (`chunk` given: that many trajectories a chunk, whatever their size)
+            max_bytes = None if chunk or client.mode == "batch" else CHUNK_BYTES
+            _judge_to_file(arm, trajectories, out_dir / "judgments.jsonl", budget, size, max_bytes, llm_cfg=llm_cfg,
+                           client=client, checklists=checklists, tasks=tasks)
         # floors make no request, so they have nothing to fail
         check_failure_budget([f[1:] for f in sorted(budget.failed, key=lambda f: f[0])], budget.asked, LLMSettings.from_cfg(llm_cfg, where="params.yaml judge").failure_budget,
                              stage=f"judge[{arm_name}]")
@@ -123,13 +128,28 @@ class _Budget:
                     self.failed.append((j.trajectory_id, j.request_key, j.error))
 
 
-def _judge_to_file(arm: ArmSpec, trajectories: Iterable[Trajectory], path: Path, budget: _Budget, chunk: int, **kw: Any) -> None:
+def trajectory_chunks(path: Path, size: int, max_bytes: int | None) -> Iterator[list[Trajectory]]:
+    """trajectories.jsonl in consecutive chunks of at most `size` trajectories and about `max_bytes` of lines."""
+    chunk: list[Trajectory] = []
+    used = 0
+    for line_bytes, traj in iter_models_sized(path, Trajectory):
+        chunk.append(traj)
+        used += line_bytes
+        if len(chunk) >= size or (max_bytes is not None and used >= max_bytes):
+            yield chunk
+            chunk, used = [], 0
+    if chunk:
+        yield chunk
+
+
+def _judge_to_file(arm: ArmSpec, trajectories: Path, path: Path, budget: _Budget, chunk: int, max_bytes: int | None,
+                   **kw: Any) -> None:
     """Judge chunk by chunk, appending each chunk's judgments (sorted by trajectory id, as the whole file is)."""
     last: str | None = None
     ordered = True
     with atomic_path(path) as tmp:
         with tmp.open("w", encoding="utf-8", newline="\n") as fh:
-            for part in chunked(trajectories, chunk):
+            for part in trajectory_chunks(trajectories, chunk, max_bytes):
                 judgments = judge_arm(arm, part, **kw)
                 budget.add(judgments)
                 if judgments and last is not None and judgments[0].trajectory_id < last:

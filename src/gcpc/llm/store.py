@@ -143,7 +143,7 @@ class _Blobs:
             self._index_plain(repair)
 
     def _unpack(self) -> None:
-        tmp = tempfile.TemporaryFile(dir=self.packed_path.parent)
+        tmp = tempfile.TemporaryFile()  # anonymous: gone when closed, or when the process is killed
         self._files[0] = tmp
         pos = 0
         try:
@@ -237,7 +237,7 @@ class _Blobs:
         if not digests:
             self.packed_path.unlink(missing_ok=True)
         else:
-            unpacked = tempfile.TemporaryFile(dir=self.packed_path.parent)
+            unpacked = tempfile.TemporaryFile()
             fd, tmp = tempfile.mkstemp(prefix=f".{self.packed_path.name}.", suffix=".tmp", dir=self.packed_path.parent)
             at: dict[str, tuple[int, int, int]] = {}
             try:

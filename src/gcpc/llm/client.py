@@ -164,6 +164,7 @@ class LLMClient:
         self.shared_hits = 0
         self._collected: set[str] = set()
         self.used_keys: set[str] = set()
+        self._exhausted: dict[str, CallResult] = {}
         self.calls_made = 0
         self.sleep: Callable[[float], Any] = time.sleep
 
@@ -178,7 +179,11 @@ class LLMClient:
         return len(previous), invalid % self.max_attempts, (previous[-1].error if previous else None)
 
     def _known(self, key: str) -> CallResult | None:
-        """A final outcome already recorded here or in the shared cache (copied into the store), else None."""
+        """A final outcome already recorded here or in the shared cache (copied into the store), else None.
+        A request that used up its attempts in this client's run is not asked again by a later call of the
+        same run (a stage judging in chunks: a TICK task's question generation is shared by chunks)."""
+        if key in self._exhausted:
+            return self._exhausted[key]
         done = self.store.finished(key)
         if done is not None:
             self._share_missing(key)
@@ -280,7 +285,9 @@ class LLMClient:
     def _failed(self, key: str, attempt: int) -> CallResult:
         """A failed unit: the last recorded error, never a coerced verdict."""
         attempts = self.store.outcomes(key)
-        return CallResult(key=key, ok=False, parsed=None, attempts=attempt, error=attempts[-1].error if attempts else None)
+        result = CallResult(key=key, ok=False, parsed=None, attempts=attempt, error=attempts[-1].error if attempts else None)
+        self._exhausted[key] = result
+        return result
 
     @staticmethod
     def _stop(key: str, request: LLMRequest, record: CallRecord) -> ProviderError:
@@ -462,7 +469,8 @@ class LLMClient:
                                               refused=True)
                     self._share(key)
                 elif invalid >= self.max_attempts:
-                    results[key] = CallResult(key=key, ok=False, parsed=None, attempts=attempts, error=last_error)
+                    results[key] = self._exhausted[key] = CallResult(key=key, ok=False, parsed=None, attempts=attempts,
+                                                                     error=last_error)
                 elif errors_seen.get(key, 0) > self.batch_error_retries:
                     raise ProviderError(f"request {key[:12]} ({request.purpose}): {last_error} "
                                         f"(failed in {errors_seen[key]} batches; re-run to try again)")

@@ -243,3 +243,20 @@ def test_replay_regenerates_every_arm_byte_identically(built, tmp_path):
         judge_run(params, arm, built["out"] / "ingest", built["out"] / "synthesize", again, progress=False)
         assert (again / "judgments.jsonl").read_bytes() == (recorded / "judgments.jsonl").read_bytes(), arm
         assert (again / "llm_calls.jsonl").read_bytes() == (recorded / "llm_calls.jsonl").read_bytes(), arm
+
+
+def test_judging_in_small_chunks_gives_the_same_bytes(built, tmp_path, monkeypatch):
+    """The judge stage streams trajectories in chunks; chunks of 7, or of ~50 KB of input lines (TICK's question
+    generation shared by chunks, answered from the call store), write the same judgments and call store as one pass."""
+    from gcpc.judging import stage
+    from gcpc.llm.store import packed_blobs_path
+
+    monkeypatch.setattr(stage, "CHUNK_BYTES", 50_000)
+    for arm, chunk in (("gcpc", 7), ("tick", 7), ("tick_adapted", None), ("floor_steps", 7)):
+        recorded = built["out"] / "judge" / arm
+        again = tmp_path / arm
+        judge_run(built["params"], arm, built["out"] / "ingest", built["out"] / "synthesize", again, progress=False, chunk=chunk)
+        for name in ("judgments.jsonl", "llm_calls.jsonl"):
+            assert (again / name).read_bytes() == (recorded / name).read_bytes(), (arm, name)
+        if arm != "floor_steps":
+            assert packed_blobs_path(again / "llm_calls.jsonl").read_bytes() == packed_blobs_path(recorded / "llm_calls.jsonl").read_bytes()

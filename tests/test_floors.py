@@ -306,3 +306,20 @@ def test_floor_stage_builds_no_provider_and_leaves_an_empty_call_store(tmp_path)
     assert [j.score for j in js] == [pytest.approx(2 / 6)]
     assert (tmp_path / "out" / "llm_calls.jsonl").read_text() == ""
     assert (tmp_path / "out" / "judgments.jsonl").exists() and not (tmp_path / "out" / "usage_summary.json").exists()
+
+
+def test_judge_stage_streams_chunks_and_sorts_an_unsorted_input(tmp_path):
+    """Chunked judging writes judgments sorted by trajectory id even when the input file is not."""
+    from gcpc.io import iter_jsonl, write_jsonl
+    from gcpc.judging.stage import run as judge_run
+
+    ingest = tmp_path / "ingest"
+    ids = ["b/run/t3", "b/run/t1", "b/run/t4", "b/run/t2", "b/run/t0"]
+    write_jsonl(ingest / "trajectories.jsonl", [trajectory(tid=t) for t in ids])
+    params = floor_params() | {"judge": {"provider": "no-such-provider", "model": "m"}}
+    whole = judge_run(params, "floor_steps", ingest, tmp_path / "synth", tmp_path / "whole", progress=False, chunk=100)
+    parts = judge_run(params, "floor_steps", ingest, tmp_path / "synth", tmp_path / "parts", progress=False, chunk=2,
+                      collect=False)
+    assert parts == [] and [j.trajectory_id for j in whole] == sorted(ids)
+    assert (tmp_path / "parts" / "judgments.jsonl").read_bytes() == (tmp_path / "whole" / "judgments.jsonl").read_bytes()
+    assert [j["trajectory_id"] for j in iter_jsonl(tmp_path / "parts" / "judgments.jsonl")] == sorted(ids)

@@ -114,3 +114,18 @@ def test_replay_answers_from_the_record_and_errors_on_a_miss(tmp_path):
 def test_unknown_provider_is_a_clear_error():
     with pytest.raises(ValueError, match="unknown llm provider 'nope'"):
         make_provider({"provider": "nope"})
+
+
+def test_request_that_used_up_its_attempts_is_not_asked_again_in_the_same_run(tmp_path):
+    """A stage judging in chunks asks for a shared request (TICK's per-task generation) once per chunk:
+    after its attempts are used up, later calls of the same client get the same failure without a call;
+    a new run (a new client) tries again."""
+    path = tmp_path / "c.jsonl"
+    provider = Scripted(["x", "y", GOOD])
+    client = LLMClient(provider, CallStore(path), max_attempts=2, progress=False)
+    first = client.run([req()], ChecklistJudgment)[0]
+    again = client.run([req(), req()], ChecklistJudgment)[0]
+    assert not first.ok and again == first and provider.calls == 2
+    client.store.close()
+    rerun = LLMClient(provider, CallStore(path), max_attempts=2, progress=False)
+    assert rerun.run_one(req(), ChecklistJudgment).ok and provider.calls == 3

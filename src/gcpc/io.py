@@ -108,19 +108,10 @@ def _write_object_streamed(fh: Any, obj: dict[str, Any]) -> None:
 
 
 def write_jsonl(path: str | Path, records: Iterable[Any]) -> int:
-    from gcpc.llm.secrets import active  # late: gcpc.llm imports this module
-
-    n = 0
+    # a very long log is written in pieces (identical bytes to canonical_json) instead of one string as
+    # large as the log; only when no secret is registered, since redaction needs the whole text
     with atomic_path(path) as tmp, tmp.open("w", encoding="utf-8", newline="\n") as fh:
-        for rec in records:
-            if _size_hint(rec) > LARGE_RECORD and not active():
-                # a very long log: written in pieces (identical bytes to canonical_json) instead of one
-                # string as large as the log; only when no secret is registered, since redaction needs the whole text
-                _write_events_streamed(fh, rec)
-            else:
-                fh.write(_redact(canonical_json(rec)) + "\n")
-            n += 1
-    return n
+        return write_jsonl_lines(fh, records)
 
 
 def iter_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
@@ -140,14 +131,49 @@ def iter_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
                 raise ValueError(f"{path}:{lineno}: JSON nested too deeply") from None
 
 
+def iter_models(path: str | Path, model: type[M]) -> Iterator[M]:
+    """The records of a JSONL file as `model`s, one at a time (a stage that streams holds one chunk, not the file)."""
+    for _, rec in iter_models_sized(path, model):
+        yield rec
+
+
+def iter_models_sized(path: str | Path, model: type[M]) -> Iterator[tuple[int, M]]:
+    """(bytes of the line, the record as `model`) for each record of a JSONL file, one at a time."""
+    path = Path(path)
+    with path.open("rb") as fh:
+        for i, line in enumerate(fh, 1):
+            if not line.endswith(b"\n"):
+                raise ValueError(f"{path}:{i}: truncated file (the last line has no newline); re-run the stage that writes it")
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{i}: invalid JSON line ({exc.msg})") from exc
+            except RecursionError:
+                raise ValueError(f"{path}:{i}: JSON nested too deeply") from None
+            try:
+                yield len(line), model.model_validate(rec)
+            except Exception as exc:  # pydantic.ValidationError carries the field names
+                raise ValueError(f"{path}: record {i} is not a valid {model.__name__}: {exc}") from exc
+
+
 def read_models(path: str | Path, model: type[M]) -> list[M]:
-    out: list[M] = []
-    for i, rec in enumerate(iter_jsonl(path), 1):
-        try:
-            out.append(model.model_validate(rec))
-        except Exception as exc:  # pydantic.ValidationError carries the field names
-            raise ValueError(f"{path}: record {i} is not a valid {model.__name__}: {exc}") from exc
-    return out
+    return list(iter_models(path, model))
+
+
+def write_jsonl_lines(fh: Any, records: Iterable[Any]) -> int:
+    """Append records to an open text file exactly as `write_jsonl` writes them (for a file written in pieces)."""
+    from gcpc.llm.secrets import active  # late: gcpc.llm imports this module
+
+    n = 0
+    for rec in records:
+        if _size_hint(rec) > LARGE_RECORD and not active():
+            _write_events_streamed(fh, rec)
+        else:
+            fh.write(_redact(canonical_json(rec)) + "\n")
+        n += 1
+    return n
 
 
 def write_json(path: str | Path, obj: Any) -> None:

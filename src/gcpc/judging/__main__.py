@@ -4,6 +4,7 @@ import argparse
 import sys
 
 from gcpc import paths
+from gcpc.io import iter_jsonl
 from gcpc.judging.stage import run
 from gcpc.llm.budget import FailureBudgetExceeded
 from gcpc.params import load_params, parse_args
@@ -14,8 +15,8 @@ if __name__ == "__main__":
     parser.add_argument("--params", default="params.yaml")
     args = parse_args(parser)
     try:
-        judgments = run(load_params(args.params), args.arm, paths.INGEST, paths.SYNTHESIZE, paths.judge_dir(args.arm))
+        run(load_params(args.params), args.arm, paths.INGEST, paths.SYNTHESIZE, paths.judge_dir(args.arm), collect=False)
     except FailureBudgetExceeded as exc:
         sys.exit(f"error: {exc}")
-    ok = sum(j.status == "ok" for j in judgments)
-    print(f"judge[{args.arm}]: {ok}/{len(judgments)} trajectories judged -> {paths.judge_dir(args.arm)}")
+    status = [j["status"] for j in iter_jsonl(paths.judge_dir(args.arm) / "judgments.jsonl")]
+    print(f"judge[{args.arm}]: {status.count('ok')}/{len(status)} trajectories judged -> {paths.judge_dir(args.arm)}")

@@ -2,17 +2,24 @@
 
 ARM_KINDS is the registry of arm kinds. An arm in params.yaml (`arm.<name>`, from conf/arm/<name>.yaml)
 names its kind, its prompt template (file or folder) and kind-specific settings.
+
+The stage streams: trajectories are read and judged `CHUNK_TRAJECTORIES` at a time and each chunk's
+judgments are written as they come, so memory does not grow with the corpus (bench/bench_store.py
+measures it). A request shared by chunks (TICK's per-task question generation) is answered from the
+call store after its first chunk, so chunking makes no extra call and changes no output byte. In
+batch mode the whole population is one chunk, so every request still goes into the fewest batches.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gcpc.corpus.models import Task, Trajectory
-from gcpc.io import read_models, write_jsonl, write_text
+from gcpc.io import atomic_path, iter_models_sized, read_models, write_jsonl, write_jsonl_lines, write_text
 from gcpc.judging.checklist_arm import judge_checklist_arm, judge_generic_arm
 from gcpc.judging.floor_arm import judge_floor_arm
 from gcpc.judging.holistic_arm import judge_holistic_arm
@@ -64,25 +71,94 @@ def judge_arm(arm: ArmSpec, trajectories: Sequence[Trajectory], *, llm_cfg: dict
     return ARM_KINDS[arm.kind].run(inputs, arm=arm, llm_cfg=llm_cfg, client=client)
 
 
-def run(params: dict[str, Any], arm_name: str, ingest_dir: Path, synth_dir: Path, out_dir: Path, *, progress: bool = True) -> list[Judgment]:
+CHUNK_TRAJECTORIES = 200
+CHUNK_BYTES = 2_000_000
+"""A chunk is at most CHUNK_TRAJECTORIES trajectories and ends once its lines in trajectories.jsonl reach
+CHUNK_BYTES (a few large logs make a chunk alone), so a stage holds a bounded slice of its input (sync and
+concurrent modes; batch mode takes them all at once, so requests go into the fewest batches)."""
+
+
+def run(params: dict[str, Any], arm_name: str, ingest_dir: Path, synth_dir: Path, out_dir: Path, *, progress: bool = True,
+        collect: bool = True, chunk: int | None = None) -> list[Judgment]:
+    """The stage: judgments.jsonl (+ llm_calls.jsonl) in out_dir. Returns the judgments (read back from the
+    file; `collect=False` returns [] and holds none)."""
     arm = arm_spec(params, arm_name)
     reads = ARM_KINDS[arm.kind].reads
-    trajectories = read_models(ingest_dir / "trajectories.jsonl", Trajectory)
     checklists = ({(c.benchmark, c.task_id): c for c in read_models(synth_dir / "checklists.jsonl", Checklist)}
                   if "checklists" in reads else {})
     tasks = {(t.benchmark, t.task_id): t for t in read_models(ingest_dir / "tasks.jsonl", Task)} if "tasks" in reads else {}
     out_dir.mkdir(parents=True, exist_ok=True)
+    trajectories = ingest_dir / "trajectories.jsonl"
+    llm_cfg = params["judge"]
+    budget = _Budget()
     if not ARM_KINDS[arm.kind].uses_model:
         # floors: no provider is built (none is needed, no key is read); the call store is empty by construction
-        judgments = judge_arm(arm, trajectories, llm_cfg=params["judge"], client=None, checklists=checklists, tasks=tasks)
+        _judge_to_file(arm, trajectories, out_dir / "judgments.jsonl", budget, chunk or CHUNK_TRAJECTORIES,
+                       None if chunk else CHUNK_BYTES, llm_cfg=llm_cfg, client=None, checklists=checklists, tasks=tasks)
         write_text(out_dir / "llm_calls.jsonl", "")
     else:
-        with llm_session(params["judge"], out_dir / "llm_calls.jsonl", progress=progress) as client:
-            judgments = judge_arm(arm, trajectories, llm_cfg=params["judge"], client=client, checklists=checklists, tasks=tasks)
-    write_jsonl(out_dir / "judgments.jsonl", judgments)
-    if ARM_KINDS[arm.kind].uses_model:  # floors make no request, so they have nothing to fail
-        enforce_failure_budget(judgments, params["judge"], stage=f"judge[{arm_name}]")
-    return judgments
+        with llm_session(llm_cfg, out_dir / "llm_calls.jsonl", progress=progress) as client:
+            size = chunk or (sys.maxsize if client.mode == "batch" else CHUNK_TRAJECTORIES)
+            # (`chunk` given: that many trajectories a chunk, whatever their size)
+            max_bytes = None if chunk or client.mode == "batch" else CHUNK_BYTES
+            _judge_to_file(arm, trajectories, out_dir / "judgments.jsonl", budget, size, max_bytes, llm_cfg=llm_cfg,
+                           client=client, checklists=checklists, tasks=tasks)
+        # floors make no request, so they have nothing to fail
+        check_failure_budget([f[1:] for f in sorted(budget.failed, key=lambda f: f[0])], budget.asked, LLMSettings.from_cfg(llm_cfg, where="params.yaml judge").failure_budget,
+                             stage=f"judge[{arm_name}]")
+    return read_models(out_dir / "judgments.jsonl", Judgment) if collect else []
+
+
+@dataclass
+class _Budget:
+    """Failed and asked judgments, counted as chunks are written (what `enforce_failure_budget` counts)."""
+
+    asked: int = 0
+    failed: list[tuple[str, str | None, str | None]] = field(default_factory=list)  # (trajectory id, request key, error)
+    ok: int = 0
+    total: int = 0
+
+    def add(self, judgments: Sequence[Judgment]) -> None:
+        for j in judgments:
+            self.total += 1
+            self.ok += j.status == "ok"
+            if j.status in ("ok", "failed"):
+                self.asked += 1
+                if j.status == "failed":
+                    self.failed.append((j.trajectory_id, j.request_key, j.error))
+
+
+def trajectory_chunks(path: Path, size: int, max_bytes: int | None) -> Iterator[list[Trajectory]]:
+    """trajectories.jsonl in consecutive chunks of at most `size` trajectories and about `max_bytes` of lines."""
+    chunk: list[Trajectory] = []
+    used = 0
+    for line_bytes, traj in iter_models_sized(path, Trajectory):
+        chunk.append(traj)
+        used += line_bytes
+        if len(chunk) >= size or (max_bytes is not None and used >= max_bytes):
+            yield chunk
+            chunk, used = [], 0
+    if chunk:
+        yield chunk
+
+
+def _judge_to_file(arm: ArmSpec, trajectories: Path, path: Path, budget: _Budget, chunk: int, max_bytes: int | None,
+                   **kw: Any) -> None:
+    """Judge chunk by chunk, appending each chunk's judgments (sorted by trajectory id, as the whole file is)."""
+    last: str | None = None
+    ordered = True
+    with atomic_path(path) as tmp:
+        with tmp.open("w", encoding="utf-8", newline="\n") as fh:
+            for part in trajectory_chunks(trajectories, chunk, max_bytes):
+                judgments = judge_arm(arm, part, **kw)
+                budget.add(judgments)
+                if judgments and last is not None and judgments[0].trajectory_id < last:
+                    ordered = False  # input not sorted by trajectory id: sorted below, as one whole list would be
+                if judgments:
+                    last = judgments[-1].trajectory_id
+                write_jsonl_lines(fh, judgments)
+        if not ordered:
+            write_jsonl(tmp, sorted(read_models(tmp, Judgment), key=lambda j: j.trajectory_id))
 
 
 def enforce_failure_budget(judgments: Sequence[Judgment], llm_cfg: dict[str, Any], *, stage: str) -> str:

@@ -164,6 +164,7 @@ class LLMClient:
         self.shared_hits = 0
         self._collected: set[str] = set()
         self.used_keys: set[str] = set()
+        self._exhausted: dict[str, CallResult] = {}
         self.calls_made = 0
         self.sleep: Callable[[float], Any] = time.sleep
 
@@ -173,12 +174,16 @@ class LLMClient:
 
         Invalid answers are never final: a request whose earlier run used up `max_attempts` gets
         `max_attempts` fresh tries; a run killed part-way through a request's tries continues them."""
-        previous = self.store.attempts(key)
+        previous = self.store.outcomes(key)  # index entries: no record is read back
         invalid = sum(1 for r in previous if r.error and r.error.startswith("invalid output"))
         return len(previous), invalid % self.max_attempts, (previous[-1].error if previous else None)
 
     def _known(self, key: str) -> CallResult | None:
-        """A final outcome already recorded here or in the shared cache (copied into the store), else None."""
+        """A final outcome already recorded here or in the shared cache (copied into the store), else None.
+        A request that used up its attempts in this client's run is not asked again by a later call of the
+        same run (a stage judging in chunks: a TICK task's question generation is shared by chunks)."""
+        if key in self._exhausted:
+            return self._exhausted[key]
         done = self.store.finished(key)
         if done is not None:
             self._share_missing(key)
@@ -279,8 +284,10 @@ class LLMClient:
 
     def _failed(self, key: str, attempt: int) -> CallResult:
         """A failed unit: the last recorded error, never a coerced verdict."""
-        attempts = self.store.attempts(key)
-        return CallResult(key=key, ok=False, parsed=None, attempts=attempt, error=attempts[-1].error if attempts else None)
+        attempts = self.store.outcomes(key)
+        result = CallResult(key=key, ok=False, parsed=None, attempts=attempt, error=attempts[-1].error if attempts else None)
+        self._exhausted[key] = result
+        return result
 
     @staticmethod
     def _stop(key: str, request: LLMRequest, record: CallRecord) -> ProviderError:
@@ -404,7 +411,7 @@ class LLMClient:
         write_text(path, json.dumps(state, sort_keys=True, indent=1) + "\n")  # atomic, unique temp, redacted
 
     def _invalid_total(self, key: str) -> int:
-        return sum(1 for r in self.store.attempts(key) if r.error and r.error.startswith("invalid output"))
+        return sum(1 for r in self.store.outcomes(key) if r.error and r.error.startswith("invalid output"))
 
     def _collect(self, batch: dict[str, Any], pending: dict[str, LLMRequest], output_type: type[BaseModel],
                  check: Check | None, errors_seen: dict[str, int]) -> None:
@@ -413,11 +420,12 @@ class LLMClient:
         entries = {e.custom_id: e for e in self.provider.batch_results(batch_id)}  # type: ignore[attr-defined]
         for key in sorted(set(batch["custom_ids"]) | set(entries)):
             request = pending.get(key)
-            if request is None or self.store.finished(key) is not None:
+            held = self.store.outcomes(key)
+            if request is None or any(r.ok for r in held):
                 continue  # not needed by this run, or already answered
-            if any(r.batch_id == batch_id for r in self.store.attempts(key)):
+            if any(r.batch_id == batch_id for r in held):
                 continue  # recorded before a restart interrupted this collection
-            attempt = len(self.store.attempts(key)) + 1
+            attempt = len(held) + 1
             self.calls_made += 1
             entry = entries.get(key)
             if entry is None:
@@ -461,7 +469,8 @@ class LLMClient:
                                               refused=True)
                     self._share(key)
                 elif invalid >= self.max_attempts:
-                    results[key] = CallResult(key=key, ok=False, parsed=None, attempts=attempts, error=last_error)
+                    results[key] = self._exhausted[key] = CallResult(key=key, ok=False, parsed=None, attempts=attempts,
+                                                                     error=last_error)
                 elif errors_seen.get(key, 0) > self.batch_error_retries:
                     raise ProviderError(f"request {key[:12]} ({request.purpose}): {last_error} "
                                         f"(failed in {errors_seen[key]} batches; re-run to try again)")

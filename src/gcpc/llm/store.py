@@ -11,18 +11,29 @@ through `secrets.redact` before it is written, so no API key can reach the file.
 Large inputs are stored once per store, content-addressed: in a record's `request`, every string
 of at least `BLOB_MIN_CHARS` characters (the rendered log in `messages`, long event texts in
 `inputs.events`) is written as `{"$blob": sha256}`, and the response schema and the event list as
-`{"$blob_json": sha256}` (their canonical JSON), and its text once to `<name>.blobs.jsonl`
-beside the call file (one `{"hash", "text"}` line per distinct text; written before the record
-that refers to it, compacted with it). Reading resolves the references, so callers see full records.
+`{"$blob_json": sha256}` (their canonical JSON), and its text once beside the call file (one
+`{"hash", "text"}` line per distinct text). While a stage runs, new texts are appended to
+`<name>.blobs.jsonl` (written before the record that refers to it); `compact` packs the texts the
+kept records use into `<name>.blobs.jsonl.gz` (gzip, level `GZIP_LEVEL`, no name or time in the
+header, so the same texts give the same bytes; `zcat` shows the lines) and removes the plain file.
+Reading resolves the references from both files, so callers see full records.
+
+Memory: a store holds no record in memory, only an index (per request key: each attempt's number,
+outcome, error and byte offset; per blob: its offset), and reads a record back from the file when
+asked for it, so a stage's memory does not grow with its call store.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
+import shutil
 import tempfile
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import IO, Any, NamedTuple
 
 from gcpc.io import canonical_json, sha256_text
 from gcpc.llm.base import CallRecord
@@ -45,8 +56,19 @@ JSON_BLOB_KEYS = ("json_schema", "events")
 every question and pass over one trajectory)."""
 
 
+GZIP_LEVEL = 6
+
+
 def blobs_path(path: Path) -> Path:
+    """The plain blob file new texts are appended to while a stage runs."""
+    path = Path(path)
     return path.with_name(path.stem + ".blobs.jsonl")
+
+
+def packed_blobs_path(path: Path) -> Path:
+    """The gzip blob file `compact` writes (the texts the kept records use)."""
+    path = Path(path)
+    return path.with_name(path.stem + ".blobs.jsonl.gz")
 
 
 def _externalize(value: object, blobs: dict[str, str]) -> object:
@@ -75,19 +97,6 @@ def _externalize_json(value: object, blobs: dict[str, str]) -> object:
     return {JSON_BLOB_REF: digest}
 
 
-def _resolve(value: object, blobs: dict[str, str], where: str) -> object:
-    if isinstance(value, dict):
-        if len(value) == 1 and (BLOB_REF in value or JSON_BLOB_REF in value):
-            digest = value.get(BLOB_REF) or value[JSON_BLOB_REF]
-            if digest not in blobs:
-                raise ValueError(f"{where}: refers to blob {digest} that is not in the blob file")
-            return blobs[digest] if BLOB_REF in value else json.loads(blobs[digest])
-        return {k: _resolve(v, blobs, where) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_resolve(v, blobs, where) for v in value]
-    return value
-
-
 def _split(record: CallRecord) -> tuple[str, dict[str, str]]:
     """(the record's line with its request's long strings as references, the referenced texts)."""
     blobs: dict[str, str] = {}
@@ -100,155 +109,312 @@ def _blob_line(digest: str, text: str) -> str:
     return canonical_json({"hash": digest, "text": text}) + "\n"
 
 
-def _line(record: CallRecord) -> str:
-    return _split(record)[0]
-
-
-def read_records(path: str | Path) -> list[CallRecord]:
-    """Every record of a call file, read only, blob references resolved (usage summaries and checks;
-    no torn-tail repair)."""
-    path = Path(path)
-    if not path.exists():
-        return []
-    out = []
-    for i, data in enumerate(read_call_records(path), 1):
-        try:
-            out.append(CallRecord.model_validate(data))
-        except Exception as exc:
-            raise ValueError(f"{path}: record {i} is not a valid call record: {exc}") from exc
+def _refs(value: object, out: set[str]) -> set[str]:
+    """The blob digests a (stored, unresolved) request refers to."""
+    if isinstance(value, dict):
+        if len(value) == 1 and (BLOB_REF in value or JSON_BLOB_REF in value):
+            out.add(value.get(BLOB_REF) or value[JSON_BLOB_REF])
+        else:
+            for v in value.values():
+                _refs(v, out)
+    elif isinstance(value, list):
+        for v in value:
+            _refs(v, out)
     return out
+
+
+class _Blobs:
+    """Blob texts by digest, read back by offset: the packed file unpacked into an anonymous temporary
+    file (gone when closed or killed), and the plain file appended to while a stage runs."""
+
+    CACHE_CHARS = 4_000_000
+    """Recently resolved texts kept (the event list every TICK question of a trajectory shares)."""
+
+    def __init__(self, path: Path, *, repair: bool):
+        self.plain_path = blobs_path(path)
+        self.packed_path = packed_blobs_path(path)
+        self._at: dict[str, tuple[int, int, int]] = {}  # digest -> (file, offset, length); file 0 unpacked, 1 plain
+        self._files: list[IO[bytes] | None] = [None, None]
+        self._cache: OrderedDict[str, str] = OrderedDict()
+        self._cached = 0
+        if self.packed_path.exists():
+            self._unpack()
+        if self.plain_path.exists():
+            self._index_plain(repair)
+
+    def _unpack(self) -> None:
+        tmp = tempfile.TemporaryFile()  # anonymous: gone when closed, or when the process is killed
+        self._files[0] = tmp
+        pos = 0
+        try:
+            with gzip.open(self.packed_path, "rb") as src:
+                for i, raw in enumerate(src, 1):
+                    self._add(0, raw, pos, self.packed_path, i)
+                    tmp.write(raw)
+                    pos += len(raw)
+        except (OSError, EOFError) as exc:
+            raise ValueError(f"{self.packed_path}: unreadable blob file ({exc})") from exc
+        tmp.flush()
+
+    def _index_plain(self, repair: bool) -> None:
+        fh = self.plain_path.open("a+b" if repair else "rb")
+        self._files[1] = fh
+        fh.seek(0)
+        pos = 0
+        for i, raw in enumerate(iter(fh.readline, b""), 1):
+            if not raw.endswith(b"\n"):  # a blob line cut short: its record was never written after it
+                if repair:
+                    fh.truncate(pos)
+                break
+            self._add(1, raw, pos, self.plain_path, i)
+            pos += len(raw)
+
+    def _add(self, file: int, raw: bytes, pos: int, where: Path, lineno: int) -> None:
+        if not raw.strip():
+            return
+        try:
+            digest = json.loads(raw)["hash"]
+        except Exception as exc:
+            raise ValueError(f"{where}: line {lineno} is not a blob record ({{hash, text}}): {exc}") from exc
+        self._at.setdefault(digest, (file, pos, len(raw)))
+
+    def __contains__(self, digest: str) -> bool:
+        return digest in self._at
+
+    def raw(self, digest: str) -> bytes:
+        file, pos, length = self._at[digest]
+        fh = self._files[file]
+        assert fh is not None
+        fh.flush()
+        return os.pread(fh.fileno(), length, pos)
+
+    def text(self, digest: str) -> str:
+        text = self._cache.get(digest)
+        if text is not None:
+            self._cache.move_to_end(digest)
+            return text
+        text = json.loads(self.raw(digest))["text"]
+        if len(text) <= self.CACHE_CHARS:
+            self._cache[digest] = text
+            self._cached += len(text)
+            while self._cached > self.CACHE_CHARS:
+                self._cached -= len(self._cache.popitem(last=False)[1])
+        return text
+
+    def append(self, blobs: dict[str, str]) -> None:
+        """Texts not held yet, to the plain file (flushed: a record never refers to a blob not on disk)."""
+        fresh = [(d, t) for d, t in sorted(blobs.items()) if d not in self._at]
+        if not fresh:
+            return
+        fh = self._files[1]
+        if fh is None:
+            fh = self._files[1] = self.plain_path.open("a+b")
+        fh.seek(0, os.SEEK_END)
+        pos = fh.tell()
+        for d, t in fresh:
+            raw = _blob_line(d, t).encode("utf-8")
+            fh.write(raw)
+            self._at[d] = (1, pos, len(raw))
+            pos += len(raw)
+        fh.flush()
+
+    def resolve(self, value: object, where: str) -> object:
+        if isinstance(value, dict):
+            if len(value) == 1 and (BLOB_REF in value or JSON_BLOB_REF in value):
+                digest = value.get(BLOB_REF) or value[JSON_BLOB_REF]
+                if digest not in self._at:
+                    raise ValueError(f"{where}: refers to blob {digest} that is not in the blob file")
+                text = self.text(digest)
+                return text if BLOB_REF in value else json.loads(text)
+            return {k: self.resolve(v, where) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.resolve(v, where) for v in value]
+        return value
+
+    def pack(self, digests: Iterable[str]) -> None:
+        """Write exactly these texts (sorted by digest) as the packed file; drop the plain one."""
+        digests = sorted(digests)
+        if not digests:
+            self.packed_path.unlink(missing_ok=True)
+        else:
+            unpacked = tempfile.TemporaryFile()
+            fd, tmp = tempfile.mkstemp(prefix=f".{self.packed_path.name}.", suffix=".tmp", dir=self.packed_path.parent)
+            at: dict[str, tuple[int, int, int]] = {}
+            try:
+                with os.fdopen(fd, "wb") as fh, gzip.GzipFile(filename="", mode="wb", fileobj=fh, compresslevel=GZIP_LEVEL,
+                                                              mtime=0) as gz:
+                    pos = 0
+                    for d in digests:
+                        raw = self.raw(d)
+                        gz.write(raw)
+                        unpacked.write(raw)
+                        at[d] = (0, pos, len(raw))
+                        pos += len(raw)
+                os.replace(tmp, self.packed_path)
+            except BaseException:
+                Path(tmp).unlink(missing_ok=True)
+                unpacked.close()
+                raise
+            unpacked.flush()
+        self.close()
+        self.plain_path.unlink(missing_ok=True)
+        self._at = at if digests else {}
+        self._files = [unpacked if digests else None, None]
+
+    def close(self) -> None:
+        for fh in self._files:
+            if fh is not None:
+                fh.close()
+        self._files = [None, None]
+
+
+class Attempt(NamedTuple):
+    """What the client needs to know about one stored attempt without reading it back."""
+
+    key: str
+    attempt: int
+    ok: bool
+    error: str | None
+    batch_id: str | None
+    offset: int
+    length: int
+
+
+def _read_lines(fh: IO[bytes], path: Path, *, repair: bool) -> Iterator[tuple[int, int, bytes]]:
+    """(line number, offset, line) of a call file; a torn last line is repaired (`repair`) or reported."""
+    fh.seek(0)
+    pos = 0
+    for i, raw in enumerate(iter(fh.readline, b""), 1):
+        if not raw.endswith(b"\n"):  # text after the last newline: an append cut short, or only its newline lost
+            try:
+                json.loads(raw)
+            except ValueError:
+                if not repair:
+                    raise ValueError(f"{path}: record {i} is not a valid call record (a torn last line)") from None
+                fh.truncate(pos)  # drop the torn tail; that attempt will be made again
+                return
+            if repair:
+                fh.write(b"\n")
+                fh.flush()
+            raw += b"\n"
+        if raw.strip():
+            yield i, pos, raw
+        pos += len(raw)
 
 
 class CallStore:
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self._records: dict[str, list[CallRecord]] = defaultdict(list)
-        self._blobs: dict[str, str] = {}
         self.blobs_path = blobs_path(self.path)
-        if self.blobs_path.exists():
-            self._load_blobs()
-        if self.path.exists():
-            self._load()
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._bh = self.blobs_path.open("a", encoding="utf-8", newline="\n")
-        self._fh = self.path.open("a", encoding="utf-8", newline="\n")
-
-    def _load_blobs(self) -> None:
-        data = self.blobs_path.read_bytes()
-        lines = data.split(b"\n")
-        torn = lines.pop() if lines else b""
-        if torn.strip():  # a blob line cut short: its record was never written after it
-            with self.blobs_path.open("r+b") as fh:
-                fh.truncate(len(data) - len(torn))
-        for i, raw in enumerate(lines, 1):
-            if not raw.strip():
-                continue
-            try:
-                entry = json.loads(raw)
-                self._blobs[entry["hash"]] = entry["text"]
-            except Exception as exc:
-                raise ValueError(f"{self.blobs_path}: line {i} is not a blob record ({{hash, text}}): {exc}") from exc
+        self._index: dict[str, list[Attempt]] = defaultdict(list)
+        self._blobs = _Blobs(self.path, repair=True)
+        self._fh = self.path.open("a+b")
+        self._load()
 
     def _load(self) -> None:
-        data = self.path.read_bytes()
-        lines = data.split(b"\n")
-        torn = lines.pop() if lines else b""  # text after the last newline: empty unless an append was cut short
-        if torn.strip():
-            try:
-                json.loads(torn)
-                lines.append(torn)  # a complete record that only lacks its newline
-                with self.path.open("ab") as fh:
-                    fh.write(b"\n")
-            except ValueError:
-                with self.path.open("r+b") as fh:  # drop the torn tail; that attempt will be made again
-                    fh.truncate(len(data) - len(torn))
-        for i, raw in enumerate(lines, 1):
-            if not raw.strip():
-                continue
+        for i, pos, raw in _read_lines(self._fh, self.path, repair=True):
             try:
                 data = json.loads(raw)
-                data["request"] = _resolve(data.get("request", {}), self._blobs, f"{self.path}: record {i}")
                 record = CallRecord.model_validate(data)
+                missing = sorted(d for d in _refs(data.get("request", {}), set()) if d not in self._blobs)
+                if missing:
+                    raise ValueError(f"refers to blob {missing[0]} that is not in the blob file")
             except Exception as exc:
                 raise ValueError(f"{self.path}: record {i} is not a valid call record: {exc}") from exc
-            self._records[record.key].append(record)
+            self._index[record.key].append(Attempt(record.key, record.attempt, record.ok, record.error, record.batch_id,
+                                                   pos, len(raw)))
+        self._fh.seek(0, os.SEEK_END)
+
+    def _read(self, entry: Attempt) -> CallRecord:
+        self._fh.flush()
+        data = json.loads(os.pread(self._fh.fileno(), entry.length, entry.offset))
+        data["request"] = self._blobs.resolve(data.get("request", {}), f"{self.path}: record {entry.key[:12]}")
+        return CallRecord.model_validate(data)
+
+    def outcomes(self, key: str) -> list[Attempt]:
+        """A request's attempts as index entries (number, ok, error, batch id): no read from disk."""
+        return list(self._index.get(key, ()))
 
     def finished(self, key: str) -> CallRecord | None:
         """The successful record for a request, if one was already made."""
-        for record in self._records.get(key, []):
-            if record.ok:
-                return record
+        for entry in self._index.get(key, ()):
+            if entry.ok:
+                return self._read(entry)
         return None
 
     def refusal(self, key: str) -> CallRecord | None:
         """The provider's recorded refusal of a request (its last attempt), if it has no answer."""
-        records = self._records.get(key, [])
-        if records and not any(r.ok for r in records) and is_refusal(records[-1]):
-            return records[-1]
+        entries = self._index.get(key, [])
+        if entries and not any(e.ok for e in entries) and (entries[-1].error or "").startswith(REFUSED):
+            return self._read(entries[-1])
         return None
 
     def adopt(self, records: list[CallRecord]) -> list[CallRecord]:
         """Copy a request's attempts from the shared cache into this store (numbered after any held here)."""
         if not records:
             return []
-        held = self._records.get(records[0].key, [])
+        held = self._index.get(records[0].key, [])
         if held:
             # this store already tried the request: keep its attempts and add the final one after them
-            records = [records[-1].model_copy(update={"attempt": max(r.attempt for r in held) + 1})]
+            records = [records[-1].model_copy(update={"attempt": max(e.attempt for e in held) + 1})]
         for record in records:
             self.append(record)
         return records
 
     def attempts(self, key: str) -> list[CallRecord]:
-        return list(self._records.get(key, []))
+        return [self._read(e) for e in self._index.get(key, ())]
+
+    def keys(self) -> list[str]:
+        return sorted(self._index)
 
     def records(self) -> list[CallRecord]:
-        """Every record held, in (key, attempt) order."""
-        return sorted((r for rs in self._records.values() for r in rs), key=lambda r: (r.key, r.attempt))
+        """Every record held, in (key, attempt) order (read back from the file)."""
+        return [self._read(e) for k in sorted(self._index) for e in sorted(self._index[k], key=lambda e: e.attempt)]
 
     def append(self, record: CallRecord) -> None:
-        self._records[record.key].append(record)
         line, blobs = _split(record)
-        fresh = [(d, t) for d, t in sorted(blobs.items()) if d not in self._blobs]
-        if fresh:  # texts first: a record never refers to a blob that is not on disk
-            self._bh.write("".join(_blob_line(d, t) for d, t in fresh))
-            self._bh.flush()
-            self._blobs.update(fresh)
-        self._fh.write(line)
+        self._blobs.append(blobs)  # texts first: a record never refers to a blob that is not on disk
+        raw = line.encode("utf-8")
+        pos = self._fh.seek(0, os.SEEK_END)
+        self._fh.write(raw)
         self._fh.flush()
+        self._index[record.key].append(Attempt(record.key, record.attempt, record.ok, record.error, record.batch_id,
+                                               pos, len(raw)))
 
     def compact(self, keys: set[str]) -> None:
-        """Keep exactly the attempts of the requests this run used, in a stable order."""
+        """Keep exactly the attempts of the requests this run used, in a stable order; pack their blobs."""
+        self._fh.flush()
+        kept = sorted((e for k in keys for e in self._index.get(k, ())), key=lambda e: (e.key, e.attempt))
+        used: set[str] = set()
+        index: dict[str, list[Attempt]] = defaultdict(list)
+        # records first, then the packed blobs, then the plain blob file goes: at every step the records
+        # on disk refer only to texts on disk (unique temporary names: two processes never share one)
+        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                pos = 0
+                for entry in kept:
+                    data = CallRecord.model_validate(json.loads(os.pread(self._fh.fileno(), entry.length, entry.offset)))
+                    line, inline = _split(data)  # references stay references; an older record's inline texts become blobs
+                    self._blobs.append(inline)
+                    _refs(json.loads(line)["request"], used)
+                    raw = line.encode("utf-8")
+                    out.write(raw)
+                    index[entry.key].append(entry._replace(offset=pos, length=len(raw)))
+                    pos += len(raw)
+            os.replace(tmp, self.path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
         self._fh.close()
-        self._bh.close()
-        kept = sorted(
-            (r for k in keys for r in self._records.get(k, [])),
-            key=lambda r: (r.key, r.attempt),
-        )
-        lines: list[str] = []
-        used: dict[str, str] = {}
-        for record in kept:
-            line, blobs = _split(record)
-            lines.append(line)
-            used.update(blobs)
-        # blobs first (a record never refers to a missing blob); unique temporary names: two
-        # processes on one workspace never write the same file
-        self._replace(self.blobs_path, [_blob_line(d, used[d]) for d in sorted(used)])
-        self._replace(self.path, lines)
-        self._blobs = used
-        self._bh = self.blobs_path.open("a", encoding="utf-8", newline="\n")
-        self._fh = self.path.open("a", encoding="utf-8", newline="\n")
-
-    @staticmethod
-    def _replace(path: Path, lines: list[str]) -> None:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.writelines(lines)
-        os.replace(tmp, path)
+        self._blobs.pack(used)
+        self._index = index
+        self._fh = self.path.open("a+b")
 
     def close(self) -> None:
         self._fh.close()
-        self._bh.close()
+        self._blobs.close()
 
     def __enter__(self) -> CallStore:
         return self
@@ -257,23 +423,45 @@ class CallStore:
         self.close()
 
 
+def iter_call_records(path: str | Path, *, resolve: bool = True) -> Iterator[dict[str, Any]]:
+    """A call file's records as plain dicts, one at a time, blob references resolved unless `resolve` is
+    False (what the file means, for readers outside CallStore; only an index of the blobs is held)."""
+    path = Path(path)
+    blobs = _Blobs(path, repair=False) if resolve else None
+    try:
+        with path.open("rb") as fh:
+            for i, _, raw in _read_lines(fh, path, repair=False):
+                try:
+                    data = json.loads(raw)
+                except ValueError as exc:
+                    raise ValueError(f"{path}: record {i} is not a valid call record: {exc}") from exc
+                if blobs is not None:
+                    data["request"] = blobs.resolve(data.get("request", {}), f"{path}: record {i}")
+                yield data
+    finally:
+        if blobs is not None:
+            blobs.close()
+
+
 def read_call_records(path: str | Path) -> list[dict]:
     """A call file's records as plain dicts, blob references resolved (what the file means, for readers outside CallStore)."""
+    return list(iter_call_records(path))
+
+
+def iter_records(path: str | Path, *, resolve: bool = True) -> Iterator[CallRecord]:
+    """Every record of a call file as a CallRecord, one at a time, read only (no torn-tail repair); with
+    `resolve=False` requests keep their blob references (usage summaries need no request)."""
     path = Path(path)
-    bp = blobs_path(path)
-    blobs: dict[str, str] = {}
-    if bp.exists():
-        for raw in bp.read_text(encoding="utf-8").split("\n"):
-            if raw.strip():
-                entry = json.loads(raw)
-                blobs[entry["hash"]] = entry["text"]
-    out = []
-    for i, raw in enumerate(path.read_text(encoding="utf-8").split("\n"), 1):
-        if raw.strip():
-            try:
-                data = json.loads(raw)
-            except ValueError as exc:
-                raise ValueError(f"{path}: record {i} is not a valid call record: {exc}") from exc
-            data["request"] = _resolve(data.get("request", {}), blobs, f"{path}: record {i}")
-            out.append(data)
-    return out
+    if not path.exists():
+        return
+    for i, data in enumerate(iter_call_records(path, resolve=resolve), 1):
+        try:
+            yield CallRecord.model_validate(data)
+        except Exception as exc:
+            raise ValueError(f"{path}: record {i} is not a valid call record: {exc}") from exc
+
+
+def read_records(path: str | Path) -> list[CallRecord]:
+    """Every record of a call file, read only, blob references resolved (usage summaries and checks;
+    no torn-tail repair)."""
+    return list(iter_records(path))

@@ -28,7 +28,7 @@ import json
 
 from gcpc.io import write_json
 from gcpc.llm.base import CallRecord
-from gcpc.llm.store import read_records
+from gcpc.llm.store import iter_records
 
 TOKEN_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens", "reasoning_tokens")
 SUMMARY_NAME = "usage_summary.json"
@@ -219,7 +219,7 @@ def write_usage_summary(calls_path: str | Path, cfg: dict[str, Any], out_path: s
     """Summarize `calls_path` (one llm_calls*.jsonl) into its entry of `usage_summary.json` beside it, keeping
     the entries of the stage's other call files that still exist; returns this file's summary."""
     calls_path = Path(calls_path)
-    summary = summarize_usage(read_records(calls_path), cfg)
+    summary = summarize_usage(iter_records(calls_path, resolve=False), cfg)  # no request needed: read one at a time
     summary["calls_file"] = calls_path.name
     out = Path(out_path) if out_path is not None else calls_path.with_name(SUMMARY_NAME)
     previous = read_usage(out) if out.exists() else None

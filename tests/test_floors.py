@@ -306,3 +306,18 @@ def test_floor_stage_builds_no_provider_and_leaves_an_empty_call_store(tmp_path)
     assert [j.score for j in js] == [pytest.approx(2 / 6)]
     assert (tmp_path / "out" / "llm_calls.jsonl").read_text() == ""
     assert (tmp_path / "out" / "judgments.jsonl").exists() and not (tmp_path / "out" / "usage_summary.json").exists()
+
+
+def test_cluster_cell_counts_equal_per_cluster_cell_counts():
+    """The one-pass per-cluster truth x label counts equal cell_counts on each cluster's rows."""
+    from gcpc.analysis.item_validity import cell_counts, cluster_cell_counts
+    from gcpc.analysis.stats import cluster_codes
+
+    rng = np.random.default_rng(0)
+    n = 600
+    rows = pd.DataFrame({"task": rng.choice([f"t{i}" for i in range(13)], n),
+                         "truth_per_test": rng.choice(["Yes", "No", None], n, p=[0.5, 0.4, 0.1]),
+                         "label_plain": rng.choice(["Yes", "No", "Abstain"], n)})
+    codes, k = cluster_codes(rows["task"])
+    want = np.stack([cell_counts(rows.loc[codes == c, "truth_per_test"], rows.loc[codes == c, "label_plain"]) for c in range(k)])
+    np.testing.assert_array_equal(cluster_cell_counts(rows["truth_per_test"], rows["label_plain"], codes, k), want)

@@ -86,11 +86,16 @@ def _resolve_refs(ann: Annotations, resolver: TrajectoryResolver, task_of: dict[
 
     def res(frame: pd.DataFrame, col: str, question_col: str | None, q: str) -> pd.Series:
         ids = []
-        for _, r in frame.iterrows():
-            tid, why = resolver.resolve(str(r[col]))
+        seen: dict[str, tuple[str | None, str | None]] = {}  # one resolution per distinct reference
+        questions = frame[question_col].tolist() if question_col else [q] * len(frame)
+        for ref, question, line, annotator in zip(frame[col].tolist(), questions, frame["line"].tolist(),
+                                                  frame["annotator"].tolist(), strict=True):
+            ref = str(ref)
+            if ref not in seen:
+                seen[ref] = resolver.resolve(ref)
+            tid, why = seen[ref]
             if tid is None:
-                excluded.append({"question": r[question_col] if question_col else q, "line": int(r["line"]),
-                                 "annotator": r["annotator"], "reason": why})
+                excluded.append({"question": question, "line": int(line), "annotator": annotator, "reason": why})
             ids.append(tid)
         return pd.Series(ids, index=frame.index, dtype=object)
 

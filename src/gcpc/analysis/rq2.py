@@ -259,7 +259,7 @@ def rq2(metrics: pd.DataFrame, ann: Annotations | None, cfg: dict[str, Any] | No
     if ann is None:
         result.update(available=False, reason=unavailable or "no annotation file")
         return jsonable(result)
-    task_of = dict(zip(metrics["trajectory_id"].astype(str), metrics["task_id"].astype(str), strict=True))
+    task_of = dict(zip(metrics["trajectory_id"].astype(str).tolist(), metrics["task_id"].astype(str).tolist(), strict=True))
     resolver = TrajectoryResolver(sorted(task_of), source_paths)
     frames, excluded = _resolve_refs(ann, resolver, task_of)
     prog, crit, pref = frames["progress"], frames["criteria"], frames["preferences"]

@@ -450,6 +450,28 @@ class _RankPlan:
         return avg[:, self.group]
 
 
+class _ClusterRanks:
+    """Average ranks when every row of cluster k appears counts[r, k] times, from tie-group x cluster counts.
+
+    The weight of a tie group is counts @ T (T[k, g]: rows of cluster k in tie group g), a sparse
+    product instead of gathering and summing R x N row weights; all sums are of integers, so the
+    ranks are exactly `_RankPlan.ranks(counts[:, codes])` (tests compare both)."""
+
+    def __init__(self, plan: _RankPlan, codes: np.ndarray, n_clusters: int):
+        from scipy.sparse import csr_matrix
+
+        self.group = plan.group
+        n_groups = int(plan.group_sorted[-1]) + 1 if plan.group_sorted.size else 0
+        ones = np.ones(codes.size)
+        self.t_transposed = csr_matrix((ones, (plan.group, codes)), shape=(n_groups, n_clusters))  # duplicates summed
+
+    def ranks(self, counts: np.ndarray) -> np.ndarray:
+        g = np.asarray((self.t_transposed @ counts.T).T)
+        below = np.cumsum(g, axis=1) - g
+        avg = below + (g + 1.0) / 2.0
+        return avg[:, self.group]
+
+
 def _weighted_pearson(a: np.ndarray, b: np.ndarray, w: np.ndarray) -> np.ndarray:
     tot = w.sum(axis=1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -511,9 +533,10 @@ def clustered_spearman_bootstrap(x: Any, y: Any, clusters: Any, n_resamples: int
     counts = resample_counts(k, n_resamples, seed)
     draws = np.empty(counts.shape[0])
     xa, ya = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    px, py = _RankPlan(xa), _RankPlan(ya)
+    rx, ry = _ClusterRanks(_RankPlan(xa), codes, k), _ClusterRanks(_RankPlan(ya), codes, k)
     for sl in _chunks(counts.shape[0], xa.size * 4):
-        draws[sl] = _weighted_spearman_plans(px, py, counts[sl][:, codes].astype(float))
+        c = counts[sl].astype(float)
+        draws[sl] = _weighted_pearson(rx.ranks(c), ry.ranks(c), c[:, codes])
     return bootstrap_result(estimate, draws, ci=ci, n_resamples=n_resamples, seed=seed, n_clusters=k)
 
 
@@ -618,10 +641,14 @@ def reliability_matrix(frame: pd.DataFrame, unit: str | list[str], coder: str, v
     unit_cols = [unit] if isinstance(unit, str) else list(unit)
     vals = frame[value]
     if codes is not None:
-        unknown = sorted(set(vals.dropna().astype(str)) - {str(k) for k in codes})
+        unknown = sorted(set(vals.dropna().astype(str).unique().tolist()) - {str(k) for k in codes})
         if unknown:
             raise ValueError(f"column '{value}': unknown label(s) {unknown[:5]} (known: {sorted(map(str, codes))})")
-        vals = vals.map(lambda v: np.nan if v is None or (isinstance(v, float) and math.isnan(v)) else codes[v])
+        mapped = vals.map(codes)  # one hash lookup per row; missing stays missing
+        lost = mapped.isna() & vals.notna()
+        if lost.any():  # e.g. 1 given where the codes say "1"
+            raise ValueError(f"column '{value}': label {vals[lost].iloc[0]!r} has no code (known: {sorted(map(str, codes))})")
+        vals = mapped
     long = frame[unit_cols + [coder]].assign(_v=pd.to_numeric(vals, errors="raise").astype(float))
     dup = long.duplicated(unit_cols + [coder])
     if dup.any():

@@ -72,8 +72,19 @@ def cell_counts(truth: pd.Series, label: pd.Series) -> np.ndarray:
 
 def cluster_cell_counts(truth: pd.Series, label: pd.Series, codes: np.ndarray, k: int) -> np.ndarray:
     """(k, 6) counts of each truth x label cell per cluster: `cell_counts` of every cluster's rows, in one pass."""
-    key = (truth.str[0] + label.str[0]).to_numpy(dtype=object)
-    cell = pd.Index(CELLS).get_indexer(key)  # -1: a cell outside CELLS, counted nowhere (as cell_counts does)
+    # first letters per distinct value (as .str[0] gives them), then a distinct-truth x distinct-label table
+    tc, tu = pd.factorize(truth)
+    lc, lu = pd.factorize(label)
+
+    def first(u: Any) -> str | None:
+        return u[0] if isinstance(u, str) and u else None
+
+    index = {c: i for i, c in enumerate(CELLS)}
+    table = np.array([[index.get(f"{first(t)}{first(lab)}", -1) if first(t) and first(lab) else -1 for lab in lu] for t in tu],
+                     dtype=np.int64).reshape(len(tu), len(lu))
+    cell = np.full(len(tc), -1, dtype=np.int64)  # -1: missing or a cell outside CELLS, counted nowhere (as cell_counts does)
+    ok = (tc >= 0) & (lc >= 0)
+    cell[ok] = table[tc[ok], lc[ok]]
     keep = cell >= 0
     flat = np.bincount(codes[keep] * len(CELLS) + cell[keep], minlength=k * len(CELLS))
     return flat.reshape(k, len(CELLS)).astype(float)

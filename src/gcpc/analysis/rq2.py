@@ -107,7 +107,7 @@ def _resolve_refs(ann: Annotations, resolver: TrajectoryResolver, task_of: dict[
     crit = crit.dropna(subset=["trajectory_id"])
     pref = ann.preferences.copy()
     keep = []
-    for idx, r in pref.iterrows():
+    for idx, r in zip(pref.index, pref.to_dict("records"), strict=True):
         ids = []
         for side in ("a", "b"):
             tid, why = resolver.resolve(str(r[side]))
@@ -135,11 +135,11 @@ def aggregate_preferences(pref: pd.DataFrame) -> pd.DataFrame:
     if pref.empty:
         return pd.DataFrame(columns=cols)
     rows = []
-    for _, r in pref.iterrows():
-        a, b, p = r["a_id"], r["b_id"], r["preferred"]
+    for task, a, b, p in zip(pref["task_id"].tolist(), pref["a_id"].tolist(), pref["b_id"].tolist(), pref["preferred"].tolist(),
+                             strict=True):
         x, y = sorted((a, b))
         winner = "tie" if p == "tie" else (a if p == "a" else b)
-        rows.append({"task_id": r["task_id"], "x": x, "y": y, "vx": winner == x, "vy": winner == y, "vt": winner == "tie"})
+        rows.append({"task_id": task, "x": x, "y": y, "vx": winner == x, "vy": winner == y, "vt": winner == "tie"})
     df = pd.DataFrame(rows)
     g = df.groupby(["task_id", "x", "y"], sort=True).agg(votes_x=("vx", "sum"), votes_y=("vy", "sum"),
                                                          votes_tie=("vt", "sum"), n_annotators=("vx", "size")).reset_index()

@@ -323,3 +323,18 @@ def test_judge_stage_streams_chunks_and_sorts_an_unsorted_input(tmp_path):
     assert parts == [] and [j.trajectory_id for j in whole] == sorted(ids)
     assert (tmp_path / "parts" / "judgments.jsonl").read_bytes() == (tmp_path / "whole" / "judgments.jsonl").read_bytes()
     assert [j["trajectory_id"] for j in iter_jsonl(tmp_path / "parts" / "judgments.jsonl")] == sorted(ids)
+
+
+def test_cluster_cell_counts_equal_per_cluster_cell_counts():
+    """The one-pass per-cluster truth x label counts equal cell_counts on each cluster's rows."""
+    from gcpc.analysis.item_validity import cell_counts, cluster_cell_counts
+    from gcpc.analysis.stats import cluster_codes
+
+    rng = np.random.default_rng(0)
+    n = 600
+    rows = pd.DataFrame({"task": rng.choice([f"t{i}" for i in range(13)], n),
+                         "truth_per_test": rng.choice(["Yes", "No", None, ""], n, p=[0.5, 0.35, 0.1, 0.05]),
+                         "label_plain": rng.choice(["Yes", "No", "Abstain", "Maybe"], n, p=[0.4, 0.3, 0.25, 0.05])})
+    codes, k = cluster_codes(rows["task"])
+    want = np.stack([cell_counts(rows.loc[codes == c, "truth_per_test"], rows.loc[codes == c, "label_plain"]) for c in range(k)])
+    np.testing.assert_array_equal(cluster_cell_counts(rows["truth_per_test"], rows["label_plain"], codes, k), want)

@@ -137,3 +137,32 @@ def test_noise_floor_unavailable_and_deterministic_note():
                            for p in (1, 2, 3)])
     nf = noise_floor(scores, {"scores": ["gcpc_plain"], "zero_evidence_score": 0.0}, 0.1, {"deterministic_primary": True})
     assert nf["scores"]["gcpc_plain"]["n"] == 3 and "by construction" in nf["note"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("ambiguous", ["order", "exclude"])
+def test_vectorized_automatic_pairing_equals_group_by_group(seed, ambiguous):
+    """The one-sort pairing gives the same pairs and exclusions, in the same order, as the group loop."""
+    from gcpc.analysis.rq3 import WITH, WITHOUT, _automatic_pairs, _automatic_pairs_by_group
+
+    rng = np.random.default_rng(seed)
+    n = 400
+    meta = pd.DataFrame({
+        "trajectory_id": [f"tr{i:04d}" for i in rng.permutation(n)],
+        "benchmark": rng.choice(["sb", "tb1"], n), "task_id": [f"t{k}" for k in rng.integers(0, 25, n)],
+        "harness": "h", "model": rng.choice(["m1", "m2", None], n),
+        "condition": rng.choice([WITH, WITHOUT], n),
+        "trial": [None if rng.random() < 0.1 else f"r{k}" for k in rng.integers(0, 4, n)],
+    })
+    keys = ["benchmark", "task_id", "harness", "model"]
+    fast = _automatic_pairs(meta, keys, ambiguous)
+    slow = _automatic_pairs_by_group(meta, keys, ambiguous)
+    assert fast[0] == slow[0] and len(fast[0]) > 3
+    assert json.dumps(fast[1], default=str) == json.dumps(slow[1], default=str) and fast[1]
+
+
+def test_form_pairs_rejects_duplicate_trajectory_ids():
+    meta = pd.DataFrame({"trajectory_id": ["a", "a"], "benchmark": "b", "task_id": "t", "harness": "h", "model": "m",
+                         "condition": ["with_skills", "without_skills"], "outcome": "PASS", "trial": "r"})
+    with pytest.raises(ValueError, match="appears more than once"):
+        form_pairs(meta, {"match_on": ["benchmark", "task_id", "harness", "model"], "ambiguous": "order"}, None)

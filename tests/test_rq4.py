@@ -200,3 +200,36 @@ def test_real_idle_floor_reads_action_free_logs_on_plain_gcpc():
     assert e["n_decided"] == len(decided) and e["mean_plain"] == pytest.approx(decided.mean())
     assert e["n_with_credit"] == int((decided > 0).sum())
     assert "real action-free logs (plain GCPC)" in table_markdown(res)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_label_counts_equal_per_label_models_in_every_setting(seed):
+    """The array path (LabelCounts) gives exactly the ItemLabel + apply_official_outcome scores."""
+    from gcpc.analysis.rq4 import LabelCounts
+    from gcpc.scoring.metrics import is_zero_evidence
+
+    metrics, labels = _tables(seed=seed)
+    outcomes = dict(zip(metrics.trajectory_id, metrics.outcome, strict=True))
+    outcomes["t1-0"] = "other"  # a non-binary outcome is left out by both
+    items = item_labels_by_trajectory(labels, "gcpc")
+    counts = LabelCounts(labels, "gcpc")
+    assert counts.trajectory_ids == list(items)
+    assert counts.zero_evidence_ids() == frozenset(t for t, labs in items.items() if is_zero_evidence(labs))
+    for endpoint in (True, False):
+        for prop in (True, False):
+            for abstain_as_no in (True, False):
+                for step in (True, False):
+                    kw = dict(endpoint=endpoint, propagation=prop, abstain_as_no=abstain_as_no, outcome_step=step)
+                    want = recomputed_scores(items, outcomes, **kw)
+                    got = counts.scores(outcomes, **kw)
+                    assert list(got) == list(want) and "t1-0" not in got
+                    assert got == want  # exact floats and None
+
+
+def test_label_counts_reject_unknown_label():
+    from gcpc.analysis.rq4 import LabelCounts
+
+    _, labels = _tables()
+    labels.loc[0, "label_plain"] = "Maybe"
+    with pytest.raises(ValueError, match="label_plain.*Maybe"):
+        LabelCounts(labels, "gcpc")

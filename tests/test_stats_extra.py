@@ -227,3 +227,51 @@ def test_auc_of_fast_path_matches_sklearn_point_estimate():
     df = _frame(12)
     assert clustered_auc_bootstrap(df, "s2", "y", "task", n_resamples=5).estimate == pytest.approx(roc_auc_score(df.y, df.s2))
     assert auc(df["s2"], df["y"]) == pytest.approx(roc_auc_score(df.y, df.s2))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_auc_pair_matrix_path_is_bit_identical_to_cell_sum(seed):
+    """The K x K quadratic form gives exactly the per-level cell sum (all terms integers or halves)."""
+    from gcpc.analysis.stats import _AucCells, cluster_codes
+
+    rng = np.random.default_rng(seed)
+    n = 3000
+    task = rng.integers(0, 40, n)
+    s = np.round(rng.random(n), 1 + seed % 3)  # coarse (many ties) to fine (few)
+    y = rng.random(n) < 0.3 + 0.4 * s
+    codes, k = cluster_codes(pd.Series(task).map(lambda t: f"t{t:02d}"))
+    cells = _AucCells(s, y, codes, k)
+    counts = resample_counts(k, 300, seed)
+    fast = cells.auc(counts)
+    assert cells._m is not None  # the pair-matrix path was taken
+    np.testing.assert_array_equal(fast, cells.auc_by_cells(counts))
+    df = pd.DataFrame({"task": pd.Series(task).map(lambda t: f"t{t:02d}"), "s": s, "y": y.astype(int)})
+    slow = clustered_bootstrap(df, "task", auc_statistic("s", "y"), n_resamples=300, seed=seed)
+    np.testing.assert_allclose(fast[np.isfinite(fast)], slow.draws, rtol=0, atol=1e-12)
+
+
+def test_resample_counts_shared_and_read_only():
+    a = resample_counts(7, 50, 3)
+    assert resample_counts(7, 50, 3) is a
+    with pytest.raises(ValueError):
+        a[0, 0] = 5
+    assert not np.array_equal(resample_counts(7, 50, 4), a)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_cluster_ranks_equal_row_weight_ranks(seed):
+    """Tie-group x cluster ranks are exactly the ranks from expanded row weights."""
+    from gcpc.analysis.stats import _ClusterRanks, _RankPlan, cluster_codes
+
+    rng = np.random.default_rng(seed)
+    n = 500
+    x = np.round(rng.random(n), seed)  # 0 decimals: two levels; 2: many
+    codes, k = cluster_codes(pd.Series(rng.integers(0, 17, n)))
+    counts = resample_counts(k, 60, seed).astype(float)
+    plan = _RankPlan(x)
+    np.testing.assert_array_equal(_ClusterRanks(plan, codes, k).ranks(counts), plan.ranks(counts[:, codes]))
+    # and the bootstrap built on it equals weighted_spearman on the expanded weights, bit for bit
+    y = x + rng.normal(0, 0.3, n)
+    boot = clustered_spearman_bootstrap(x, y, codes, n_resamples=60, seed=seed)
+    want = weighted_spearman(x, y, counts[:, codes])
+    np.testing.assert_array_equal(boot.draws, want[np.isfinite(want)])

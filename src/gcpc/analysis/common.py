@@ -207,8 +207,11 @@ def judge_identity(metrics: pd.DataFrame) -> dict[str, str]:
     out: dict[str, str] = {}
     if not {"provider", "judge_model", "arm"} <= set(metrics.columns):
         return out
-    for arm, g in metrics.groupby("arm", sort=True):
-        pairs = sorted({f"{p}/{m}" for p, m in zip(g["provider"].astype(str), g["judge_model"].astype(str), strict=True)})
+    # distinct (arm, provider, model) first: one string per combination, not per row
+    combos = pd.DataFrame({"arm": metrics["arm"], "p": metrics["provider"].astype(str),
+                           "m": metrics["judge_model"].astype(str)}).drop_duplicates()
+    for arm, g in combos.groupby("arm", sort=True):
+        pairs = sorted({f"{p}/{m}" for p, m in zip(g["p"], g["m"], strict=True)})
         out[str(arm)] = ", ".join(pairs)
     return out
 

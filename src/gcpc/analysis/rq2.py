@@ -86,11 +86,16 @@ def _resolve_refs(ann: Annotations, resolver: TrajectoryResolver, task_of: dict[
 
     def res(frame: pd.DataFrame, col: str, question_col: str | None, q: str) -> pd.Series:
         ids = []
-        for _, r in frame.iterrows():
-            tid, why = resolver.resolve(str(r[col]))
+        seen: dict[str, tuple[str | None, str | None]] = {}  # one resolution per distinct reference
+        questions = frame[question_col].tolist() if question_col else [q] * len(frame)
+        for ref, question, line, annotator in zip(frame[col].tolist(), questions, frame["line"].tolist(),
+                                                  frame["annotator"].tolist(), strict=True):
+            ref = str(ref)
+            if ref not in seen:
+                seen[ref] = resolver.resolve(ref)
+            tid, why = seen[ref]
             if tid is None:
-                excluded.append({"question": r[question_col] if question_col else q, "line": int(r["line"]),
-                                 "annotator": r["annotator"], "reason": why})
+                excluded.append({"question": question, "line": int(line), "annotator": annotator, "reason": why})
             ids.append(tid)
         return pd.Series(ids, index=frame.index, dtype=object)
 
@@ -102,7 +107,7 @@ def _resolve_refs(ann: Annotations, resolver: TrajectoryResolver, task_of: dict[
     crit = crit.dropna(subset=["trajectory_id"])
     pref = ann.preferences.copy()
     keep = []
-    for idx, r in pref.iterrows():
+    for idx, r in zip(pref.index, pref.to_dict("records"), strict=True):
         ids = []
         for side in ("a", "b"):
             tid, why = resolver.resolve(str(r[side]))
@@ -130,11 +135,11 @@ def aggregate_preferences(pref: pd.DataFrame) -> pd.DataFrame:
     if pref.empty:
         return pd.DataFrame(columns=cols)
     rows = []
-    for _, r in pref.iterrows():
-        a, b, p = r["a_id"], r["b_id"], r["preferred"]
+    for task, a, b, p in zip(pref["task_id"].tolist(), pref["a_id"].tolist(), pref["b_id"].tolist(), pref["preferred"].tolist(),
+                             strict=True):
         x, y = sorted((a, b))
         winner = "tie" if p == "tie" else (a if p == "a" else b)
-        rows.append({"task_id": r["task_id"], "x": x, "y": y, "vx": winner == x, "vy": winner == y, "vt": winner == "tie"})
+        rows.append({"task_id": task, "x": x, "y": y, "vx": winner == x, "vy": winner == y, "vt": winner == "tie"})
     df = pd.DataFrame(rows)
     g = df.groupby(["task_id", "x", "y"], sort=True).agg(votes_x=("vx", "sum"), votes_y=("vy", "sum"),
                                                          votes_tie=("vt", "sum"), n_annotators=("vx", "size")).reset_index()
@@ -254,7 +259,7 @@ def rq2(metrics: pd.DataFrame, ann: Annotations | None, cfg: dict[str, Any] | No
     if ann is None:
         result.update(available=False, reason=unavailable or "no annotation file")
         return jsonable(result)
-    task_of = dict(zip(metrics["trajectory_id"].astype(str), metrics["task_id"].astype(str), strict=True))
+    task_of = dict(zip(metrics["trajectory_id"].astype(str).tolist(), metrics["task_id"].astype(str).tolist(), strict=True))
     resolver = TrajectoryResolver(sorted(task_of), source_paths)
     frames, excluded = _resolve_refs(ann, resolver, task_of)
     prog, crit, pref = frames["progress"], frames["criteria"], frames["preferences"]

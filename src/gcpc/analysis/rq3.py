@@ -153,33 +153,96 @@ def form_pairs(meta: pd.DataFrame, cfg: dict[str, Any], explicit: list[tuple[str
         for tid in selfgen["trajectory_id"]:
             excluded.append({"trajectory_id": tid, "reason": "self-generated skills are excluded"})
         cand = meta[meta["condition"].isin([WITH, WITHOUT])]
-        order_col = "trial" if "trial" in cand.columns else "trajectory_id"
-        for key, g in cand.groupby(keys, sort=True, dropna=False):
-            w = g[g["condition"] == WITH].sort_values([order_col, "trajectory_id"])
-            wo = g[g["condition"] == WITHOUT].sort_values([order_col, "trajectory_id"])
-            label = dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True))
-            if w.empty or wo.empty:
-                continue  # a trajectory without a counterpart is simply unmatched, not an exclusion
-            if len(w) == 1 and len(wo) == 1:
-                pairs.append((w["trajectory_id"].iloc[0], wo["trajectory_id"].iloc[0]))
-            elif cfg["ambiguous"] == "order":
-                n = min(len(w), len(wo))
-                pairs += list(zip(w["trajectory_id"].iloc[:n], wo["trajectory_id"].iloc[:n], strict=True))
-                for tid in [*w["trajectory_id"].iloc[n:], *wo["trajectory_id"].iloc[n:]]:
-                    excluded.append({"trajectory_id": tid, "group": label, "reason": "no partner left in trial order"})
-            else:
-                excluded.append({"group": label, "reason": f"ambiguous: {len(w)} with-skills and {len(wo)} without-skills "
-                                                           "trials; give a pairs file or set analysis.rq3.ambiguous=order"})
-    rows = []
-    for w, wo in pairs:
-        ow, owo = by_id.at[w, "outcome"], by_id.at[wo, "outcome"]
-        if ow not in BINARY or owo not in BINARY:
-            excluded.append({"pair": [w, wo], "reason": f"non-binary outcome (with: {ow}, without: {owo})"})
-            continue
-        rows.append({"with_id": w, "without_id": wo, **{k: by_id.at[w, k] for k in keys},
-                     "outcome_with": ow, "outcome_without": owo, "transition": f"{owo}→{ow}"})
+        auto_pairs, auto_excluded = _automatic_pairs(cand, keys, cfg["ambiguous"])
+        pairs += auto_pairs
+        excluded += auto_excluded
     cols = ["with_id", "without_id", *keys, "outcome_with", "outcome_without", "transition"]
-    return pd.DataFrame(rows, columns=cols), excluded
+    if not pairs:
+        return pd.DataFrame([], columns=cols), excluded
+    # one lookup per column instead of one .at per pair and key
+    pos = pd.Index(meta["trajectory_id"])
+    if not pos.is_unique:
+        dup = pos[pos.duplicated()][0]
+        raise ValueError(f"trajectory metadata: trajectory_id {dup!r} appears more than once")
+    wi, woi = pos.get_indexer([w for w, _ in pairs]), pos.get_indexer([wo for _, wo in pairs])
+    ow = meta["outcome"].to_numpy(dtype=object)[wi]
+    owo = meta["outcome"].to_numpy(dtype=object)[woi]
+    binary = np.isin(ow, list(BINARY)) & np.isin(owo, list(BINARY))
+    for (w, wo), a, b in zip(np.asarray(pairs, dtype=object)[~binary].tolist(), ow[~binary], owo[~binary], strict=True):
+        excluded.append({"pair": [w, wo], "reason": f"non-binary outcome (with: {a}, without: {b})"})
+    keep = np.flatnonzero(binary)
+    out = {"with_id": [pairs[i][0] for i in keep], "without_id": [pairs[i][1] for i in keep]}
+    for k in keys:
+        out[k] = meta[k].to_numpy(dtype=object)[wi[keep]].tolist()
+    out["outcome_with"], out["outcome_without"] = ow[keep].tolist(), owo[keep].tolist()
+    out["transition"] = [f"{b}→{a}" for a, b in zip(out["outcome_with"], out["outcome_without"], strict=True)]
+    return pd.DataFrame(out, columns=cols), excluded
+
+
+def _automatic_pairs(cand: pd.DataFrame, keys: list[str], ambiguous: str) -> tuple[list[tuple[str, str]], list[dict[str, Any]]]:
+    """Pairs within each match group (groups in sorted key order; each side in trial, then id, order).
+
+    One sort and per-group counts instead of a pandas group loop: the same pairs and exclusions, in
+    the same order, as pairing group by group (tests compare with `_automatic_pairs_by_group`)."""
+    if cand.empty:
+        return [], []
+    order_col = "trial" if "trial" in cand.columns else "trajectory_id"
+    grouped = cand.groupby(keys, sort=True, dropna=False)
+    f = pd.DataFrame({"g": grouped.ngroup().to_numpy(), "w": (cand["condition"] == WITH).to_numpy(),
+                      "o": cand[order_col].to_numpy(dtype=object), "t": cand["trajectory_id"].to_numpy(dtype=object)})
+    f = f.sort_values(["g", "o", "t"], kind="stable", na_position="last").reset_index(drop=True)
+    f["rank"] = f.groupby(["g", "w"], sort=False).cumcount()
+    n_groups = int(f["g"].max()) + 1
+    n_w = np.bincount(f["g"][f["w"]], minlength=n_groups)
+    n_wo = np.bincount(f["g"][~f["w"]], minlength=n_groups)
+    both = (n_w > 0) & (n_wo > 0)
+    single = both & (n_w == 1) & (n_wo == 1)
+    multi = both & ~single
+    n_pair = np.where(single, 1, np.where(multi & (ambiguous == "order"), np.minimum(n_w, n_wo), 0))
+    g, w, rank, tid = f["g"].to_numpy(), f["w"].to_numpy(), f["rank"].to_numpy(), f["t"].to_numpy()
+    paired = rank < n_pair[g]
+    ws, wos = f[paired & w].sort_values(["g", "rank"]), f[paired & ~w].sort_values(["g", "rank"])
+    pairs = list(zip(ws["t"].tolist(), wos["t"].tolist(), strict=True))
+    excluded: list[dict[str, Any]] = []
+    labels = grouped.size().index  # group keys in ngroup order
+
+    def label(i: int) -> dict[str, Any]:
+        key = labels[i]
+        return dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True))
+
+    if ambiguous == "order":
+        left = f[~paired & multi[g]].assign(side=lambda d: ~d["w"]).sort_values(["g", "side", "rank"], kind="stable")
+        for gi, t in zip(left["g"].tolist(), left["t"].tolist(), strict=True):
+            excluded.append({"trajectory_id": t, "group": label(gi), "reason": "no partner left in trial order"})
+    else:
+        for gi in np.flatnonzero(multi).tolist():
+            excluded.append({"group": label(gi), "reason": f"ambiguous: {n_w[gi]} with-skills and {n_wo[gi]} without-skills "
+                                                          "trials; give a pairs file or set analysis.rq3.ambiguous=order"})
+    return pairs, excluded
+
+
+def _automatic_pairs_by_group(cand: pd.DataFrame, keys: list[str], ambiguous: str) -> tuple[list[tuple[str, str]], list[dict[str, Any]]]:
+    """The straightforward group-by-group pairing (the reference `_automatic_pairs` is checked against)."""
+    pairs: list[tuple[str, str]] = []
+    excluded: list[dict[str, Any]] = []
+    order_col = "trial" if "trial" in cand.columns else "trajectory_id"
+    for key, g in cand.groupby(keys, sort=True, dropna=False):
+        w = g[g["condition"] == WITH].sort_values([order_col, "trajectory_id"])
+        wo = g[g["condition"] == WITHOUT].sort_values([order_col, "trajectory_id"])
+        label = dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=True))
+        if w.empty or wo.empty:
+            continue  # a trajectory without a counterpart is simply unmatched, not an exclusion
+        if len(w) == 1 and len(wo) == 1:
+            pairs.append((w["trajectory_id"].iloc[0], wo["trajectory_id"].iloc[0]))
+        elif ambiguous == "order":
+            n = min(len(w), len(wo))
+            pairs += list(zip(w["trajectory_id"].iloc[:n], wo["trajectory_id"].iloc[:n], strict=True))
+            for tid in [*w["trajectory_id"].iloc[n:], *wo["trajectory_id"].iloc[n:]]:
+                excluded.append({"trajectory_id": tid, "group": label, "reason": "no partner left in trial order"})
+        else:
+            excluded.append({"group": label, "reason": f"ambiguous: {len(w)} with-skills and {len(wo)} without-skills "
+                                                       "trials; give a pairs file or set analysis.rq3.ambiguous=order"})
+    return pairs, excluded
 
 
 def delta_summary(d: np.ndarray, threshold: float) -> dict[str, Any]:

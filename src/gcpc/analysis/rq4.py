@@ -18,7 +18,7 @@ import json
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import numpy as np
 import pandas as pd
@@ -47,7 +47,8 @@ from gcpc.analysis.common import (
 )
 from gcpc.analysis.stats import UndefinedStatistic, auc, clustered_auc_bootstrap, clustered_mean_difference
 from gcpc.judging.models import ItemLabel
-from gcpc.scoring.metrics import apply_official_outcome, gcpc_score, is_zero_evidence
+from gcpc.llm.schemas import Label, Route
+from gcpc.scoring.metrics import ENDPOINT_ID, apply_official_outcome, gcpc_score, is_zero_evidence
 
 CELLS = ((True, True), (True, False), (False, True), (False, False))  # (endpoint, pass_propagation)
 
@@ -78,6 +79,67 @@ def recomputed_scores(items: dict[str, list[ItemLabel]], outcomes: dict[str, str
         after = apply_official_outcome(labs, outcome, pass_propagation=propagation, endpoint=endpoint) if outcome_step else labs
         out[tid] = gcpc_score(after)
     return out
+
+
+class LabelCounts:
+    """Per-trajectory label counts of one arm (plain judge labels, endpoint rows left out) as arrays.
+
+    Everything the official-outcome step and the GCPC score need is a count: Yes, No, Abstain, and
+    assertion-route No / Abstain (what PASS propagation turns Yes). `scores` gives exactly
+    `recomputed_scores(item_labels_by_trajectory(...))` (tests compare both) without one pydantic
+    object per label, which is what made RQ4 slow at 20,000 trajectories.
+    """
+
+    def __init__(self, labels: pd.DataFrame, arm: str):
+        rows = labels[(labels["arm"] == arm) & (labels["route"] != "endpoint") & labels["label_plain"].notna()]
+        lab = rows["label_plain"].astype(str).to_numpy(dtype=object)
+        route = rows["route"].astype(str).to_numpy(dtype=object)
+        for col, vals, allowed in (("label_plain", lab, get_args(Label)), ("route", route, get_args(Route))):
+            bad = sorted(set(pd.unique(vals)) - set(allowed))
+            if bad:
+                raise ValueError(f"labels table, arm '{arm}': column '{col}' has unknown value(s) {bad[:5]} (allowed: {list(allowed)})")
+        codes, tids = pd.factorize(rows["trajectory_id"].astype(str), sort=False)  # first-appearance order, as the dict
+        self.trajectory_ids = [str(t) for t in tids]
+        n = len(tids)
+        yes, no, abstain = lab == "Yes", lab == "No", lab == "Abstain"
+        assertion = route == "assertion"
+        counted = rows["item_id"].astype(str).to_numpy(dtype=object) != ENDPOINT_ID  # is_zero_evidence skips the endpoint id
+
+        def count(mask: np.ndarray) -> np.ndarray:
+            return np.bincount(codes[mask], minlength=n).astype(np.int64)
+
+        self.yes, self.no, self.abstain = count(yes), count(no), count(abstain)
+        self.assert_no, self.assert_abstain = count(assertion & no), count(assertion & abstain)
+        self.zero_evidence = count(counted & ~abstain) == 0
+
+    def __len__(self) -> int:
+        return len(self.trajectory_ids)
+
+    def zero_evidence_ids(self) -> frozenset[str]:
+        return frozenset(t for t, z in zip(self.trajectory_ids, self.zero_evidence, strict=True) if z)
+
+    def scores(self, outcomes: dict[str, str], *, endpoint: bool, propagation: bool, abstain_as_no: bool = False,
+               outcome_step: bool = True) -> dict[str, float | None]:
+        """Score per trajectory with a PASS/FAIL outcome under one setting (None = undefined)."""
+        yes, no = self.yes.copy(), self.no.copy()
+        assert_open = self.assert_no + self.assert_abstain  # assertion items not Yes
+        if abstain_as_no:
+            no = no + self.abstain
+        outcome = np.array([outcomes.get(t) for t in self.trajectory_ids], dtype=object)
+        is_pass, is_fail = outcome == "PASS", outcome == "FAIL"
+        if outcome_step:
+            if propagation:
+                yes = yes + np.where(is_pass, assert_open, 0)
+                no = no - np.where(is_pass, self.assert_no + (self.assert_abstain if abstain_as_no else 0), 0)
+            if endpoint:
+                yes = yes + is_pass
+                no = no + is_fail
+        decided = yes + no
+        out: dict[str, float | None] = {}
+        for t, keep, y, d in zip(self.trajectory_ids, is_pass | is_fail, yes.tolist(), decided.tolist(), strict=True):
+            if keep:
+                out[t] = y / d if d else None
+        return out
 
 
 def _frame(scores: dict[str, float | None], meta: pd.DataFrame, zes: float | None,
@@ -190,20 +252,20 @@ def rq4(metrics: pd.DataFrame, labels: pd.DataFrame | None, rq1_result: dict[str
     recode: dict[str, Any] = {}
     label_arms = sorted(labels["arm"].astype(str).unique().tolist()) if labels is not None and len(labels) else []
     for arm in label_arms:
-        items = item_labels_by_trajectory(labels, arm)
-        if not items:
+        items = LabelCounts(labels, arm)
+        if not len(items):
             continue
-        ze = frozenset(tid for tid, labs in items.items() if is_zero_evidence(labs)) if zes is None else frozenset()
+        ze = items.zero_evidence_ids() if zes is None else frozenset()
         cells = {}
         for endpoint, prop in CELLS:
-            f = _frame(recomputed_scores(items, outcomes, endpoint=endpoint, propagation=prop), meta, zes, ze)
+            f = _frame(items.scores(outcomes, endpoint=endpoint, propagation=prop), meta, zes, ze)
             cells[_cell_name(endpoint, prop)] = {"endpoint": endpoint, "pass_propagation": prop, **separation_entry(f, boot)}
         panel_b[arm] = cells
-        plain = _frame(recomputed_scores(items, outcomes, endpoint=False, propagation=False, outcome_step=False), meta, zes, ze)
-        plain_no = _frame(recomputed_scores(items, outcomes, endpoint=False, propagation=False, outcome_step=False,
-                                            abstain_as_no=True), meta, zes, ze)
-        out_std = _frame(recomputed_scores(items, outcomes, endpoint=conf_endpoint, propagation=conf_prop), meta, zes, ze)
-        out_no = _frame(recomputed_scores(items, outcomes, endpoint=conf_endpoint, propagation=conf_prop, abstain_as_no=True), meta, zes, ze)
+        plain = _frame(items.scores(outcomes, endpoint=False, propagation=False, outcome_step=False), meta, zes, ze)
+        plain_no = _frame(items.scores(outcomes, endpoint=False, propagation=False, outcome_step=False,
+                                       abstain_as_no=True), meta, zes, ze)
+        out_std = _frame(items.scores(outcomes, endpoint=conf_endpoint, propagation=conf_prop), meta, zes, ze)
+        out_no = _frame(items.scores(outcomes, endpoint=conf_endpoint, propagation=conf_prop, abstain_as_no=True), meta, zes, ze)
         recode[arm] = {kind: {setting: {"auc": _auc_ci(f, boot), "separation": separation_entry(f, boot)}
                               for setting, f in (("standard", std), ("abstain_as_no", rec))}
                        for kind, std, rec in (("plain", plain, plain_no), ("outcome", out_std, out_no))}

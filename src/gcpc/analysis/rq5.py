@@ -180,8 +180,11 @@ def same_task_pairs(values: pd.DataFrame, per_task: int | None = None, seed: int
 
 
 def _tasks_with_both(frame: pd.DataFrame) -> set[str]:
-    have = frame.groupby("task_id")["outcome"].agg(lambda s: {"PASS", "FAIL"} <= set(s))
-    return {str(k) for k, v in have.items() if v}
+    both = None
+    for outcome in ("PASS", "FAIL"):  # tasks with at least one row of each outcome, without a per-task Python set
+        tasks = set(frame.loc[frame["outcome"] == outcome, "task_id"].dropna().unique().tolist())
+        both = tasks if both is None else both & tasks
+    return {str(k) for k in both or set()}
 
 
 def pair_diagnosis(metrics: pd.DataFrame, cfg: dict[str, Any]) -> dict[str, Any]:

@@ -6,6 +6,7 @@ intervals resample whole tasks (clusters), never single rows, or they come out t
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -233,16 +234,26 @@ def cluster_codes(keys: Any, name: str = "cluster") -> tuple[np.ndarray, int]:
 
 
 def resample_counts(n_clusters: int, n_resamples: int, seed: int) -> np.ndarray:
-    """(n_resamples, n_clusters) draw counts; resample i draws the same clusters as in clustered_bootstrap."""
+    """(n_resamples, n_clusters) draw counts; resample i draws the same clusters as in clustered_bootstrap.
+
+    The matrix depends only on (clusters, resamples, seed), so it is drawn once and shared (read-only)
+    by every arm and statistic bootstrapped over the same cluster set within a process.
+    """
     if not (isinstance(n_resamples, (int, np.integer)) and n_resamples >= 1):
         raise ValueError(f"n_resamples must be a positive integer, got {n_resamples!r}")
     if n_clusters < 1:
         raise ValueError("no clusters")
+    return _resample_counts(int(n_clusters), int(n_resamples), int(seed))
+
+
+@functools.lru_cache(maxsize=32)
+def _resample_counts(n_clusters: int, n_resamples: int, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
-    counts = np.zeros((int(n_resamples), n_clusters), dtype=np.int64)
-    for i in range(int(n_resamples)):
+    counts = np.zeros((n_resamples, n_clusters), dtype=np.int64)
+    for i in range(n_resamples):
         picked = rng.integers(0, n_clusters, size=n_clusters)
         counts[i] = np.bincount(picked, minlength=n_clusters)
+    counts.setflags(write=False)
     return counts
 
 
@@ -286,10 +297,58 @@ class _AucCells:
         self.neg = np.bincount(inv, minlength=cells.size).astype(float) - self.pos
         self.cluster = cells % n_clusters
         cell_level = cells // n_clusters
+        self.level = cell_level
+        self.n_clusters = int(n_clusters)
         self.starts = np.r_[0, np.flatnonzero(np.diff(cell_level)) + 1]
+        self.pos_k = np.bincount(self.cluster, weights=self.pos, minlength=n_clusters)
+        self.neg_k = np.bincount(self.cluster, weights=self.neg, minlength=n_clusters)
+        self._m: np.ndarray | None = None
+        self._m_unavailable = False
 
     def auc(self, weights: np.ndarray) -> np.ndarray:
-        """AUC per row of cluster weights (R, K); NaN where a resample has a single class."""
+        """AUC per row of cluster weights (R, K); NaN where a resample has a single class.
+
+        With integer weights the Mann-Whitney numerator is the quadratic form w M w' of a cluster x
+        cluster matrix M (positives of cluster k over negatives of cluster k', ties half), so each
+        resample costs K^2 instead of one pass over every cell. All terms are integers or halves,
+        summed exactly in float64, so the result is bit-identical to the cell-by-cell sum
+        (`auc_by_cells`, kept as the reference; tests compare both)."""
+        weights = np.atleast_2d(weights)
+        m = self._pair_matrix()
+        if m is None or not np.array_equal(weights, np.round(weights)):
+            return self.auc_by_cells(weights)
+        out = np.empty(weights.shape[0])
+        for sl in _chunks(weights.shape[0], 2 * self.n_clusters):
+            w = weights[sl].astype(float)
+            num = ((w @ m) * w).sum(axis=1)
+            den = (w @ self.pos_k) * (w @ self.neg_k)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                out[sl] = np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+        return out
+
+    _PAIR_CELLS = 20_000_000  # levels x clusters of the dense negatives table; above this use the cell sum
+
+    def _pair_matrix(self) -> np.ndarray | None:
+        """M[k, k'] = sum over positives of cluster k of (negatives of k' below + half those tied); cached."""
+        if self._m is not None or self._m_unavailable:
+            return self._m
+        k, n_levels = self.n_clusters, int(self.level.max()) + 1 if self.level.size else 0
+        total = float(self.pos.sum() + self.neg.sum())
+        if n_levels * k > self._PAIR_CELLS or (total * k) ** 2 >= 2.0 ** 52:  # keep every sum exact
+            self._m_unavailable = True
+            return None
+        from scipy.sparse import csr_matrix
+
+        neg = np.zeros((n_levels, k))
+        neg[self.level, self.cluster] = self.neg  # cells are unique (level, cluster) pairs
+        below_half = np.cumsum(neg, axis=0) - neg + 0.5 * neg  # exact: integer and half values
+        pos = csr_matrix((self.pos, (self.cluster, self.level)), shape=(k, n_levels))
+        m = np.asarray(pos @ below_half)
+        self._m = m
+        return m
+
+    def auc_by_cells(self, weights: np.ndarray) -> np.ndarray:
+        """AUC per row of cluster weights (R, K) from per-level sums over the cells (the reference path)."""
         weights = np.atleast_2d(weights)
         out = np.empty(weights.shape[0])
         for sl in _chunks(weights.shape[0], self.cluster.size):
@@ -403,15 +462,38 @@ class _RankPlan:
         return avg[:, self.group]
 
 
+class _ClusterRanks:
+    """Average ranks when every row of cluster k appears counts[r, k] times, from tie-group x cluster counts.
+
+    The weight of a tie group is counts @ T (T[k, g]: rows of cluster k in tie group g), a sparse
+    product instead of gathering and summing R x N row weights; all sums are of integers, so the
+    ranks are exactly `_RankPlan.ranks(counts[:, codes])` (tests compare both)."""
+
+    def __init__(self, plan: _RankPlan, codes: np.ndarray, n_clusters: int):
+        from scipy.sparse import csr_matrix
+
+        self.group = plan.group
+        n_groups = int(plan.group_sorted[-1]) + 1 if plan.group_sorted.size else 0
+        ones = np.ones(codes.size)
+        self.t_transposed = csr_matrix((ones, (plan.group, codes)), shape=(n_groups, n_clusters))  # duplicates summed
+
+    def ranks(self, counts: np.ndarray) -> np.ndarray:
+        g = np.asarray((self.t_transposed @ counts.T).T)
+        below = np.cumsum(g, axis=1) - g
+        avg = below + (g + 1.0) / 2.0
+        return avg[:, self.group]
+
+
 def _weighted_pearson(a: np.ndarray, b: np.ndarray, w: np.ndarray) -> np.ndarray:
     tot = w.sum(axis=1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
         ma = (w * a).sum(axis=1, keepdims=True) / tot
         mb = (w * b).sum(axis=1, keepdims=True) / tot
         da, db = a - ma, b - mb
-        cov = (w * da * db).sum(axis=1)
-        va = (w * da * da).sum(axis=1)
-        vb = (w * db * db).sum(axis=1)
+        wda, wdb = w * da, w * db  # (w * da) * db is what w * da * db evaluates: same bits, fewer passes
+        cov = (wda * db).sum(axis=1)
+        va = (wda * da).sum(axis=1)
+        vb = (wdb * db).sum(axis=1)
         r = cov / np.sqrt(va * vb)
     # relative tolerance: ranks of a constant sample differ from their mean only by rounding
     scale = (tot[:, 0] ** 3)
@@ -442,7 +524,12 @@ def weighted_spearman(x: Any, y: Any, weights: Any) -> np.ndarray:
     """
     xa, ya = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     w = np.atleast_2d(np.asarray(weights, dtype=float))
-    px, py = _RankPlan(xa), _RankPlan(ya)
+    return _weighted_spearman_plans(_RankPlan(xa), _RankPlan(ya), w)
+
+
+def _weighted_spearman_plans(px: _RankPlan, py: _RankPlan, w: np.ndarray) -> np.ndarray:
+    """weighted_spearman with the rank plans built once (they depend on x and y only, not on the weights)."""
+    xa = px.order
     out = np.empty(w.shape[0])
     for sl in _chunks(w.shape[0], xa.size * 4):
         ws = w[sl]
@@ -458,8 +545,10 @@ def clustered_spearman_bootstrap(x: Any, y: Any, clusters: Any, n_resamples: int
     counts = resample_counts(k, n_resamples, seed)
     draws = np.empty(counts.shape[0])
     xa, ya = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    rx, ry = _ClusterRanks(_RankPlan(xa), codes, k), _ClusterRanks(_RankPlan(ya), codes, k)
     for sl in _chunks(counts.shape[0], xa.size * 4):
-        draws[sl] = weighted_spearman(xa, ya, counts[sl][:, codes])
+        c = counts[sl].astype(float)
+        draws[sl] = _weighted_pearson(rx.ranks(c), ry.ranks(c), c[:, codes])
     return bootstrap_result(estimate, draws, ci=ci, n_resamples=n_resamples, seed=seed, n_clusters=k)
 
 
@@ -564,10 +653,14 @@ def reliability_matrix(frame: pd.DataFrame, unit: str | list[str], coder: str, v
     unit_cols = [unit] if isinstance(unit, str) else list(unit)
     vals = frame[value]
     if codes is not None:
-        unknown = sorted(set(vals.dropna().astype(str)) - {str(k) for k in codes})
+        unknown = sorted(set(vals.dropna().astype(str).unique().tolist()) - {str(k) for k in codes})
         if unknown:
             raise ValueError(f"column '{value}': unknown label(s) {unknown[:5]} (known: {sorted(map(str, codes))})")
-        vals = vals.map(lambda v: np.nan if v is None or (isinstance(v, float) and math.isnan(v)) else codes[v])
+        mapped = vals.map(codes)  # one hash lookup per row; missing stays missing
+        lost = mapped.isna() & vals.notna()
+        if lost.any():  # e.g. 1 given where the codes say "1"
+            raise ValueError(f"column '{value}': label {vals[lost].iloc[0]!r} has no code (known: {sorted(map(str, codes))})")
+        vals = mapped
     long = frame[unit_cols + [coder]].assign(_v=pd.to_numeric(vals, errors="raise").astype(float))
     dup = long.duplicated(unit_cols + [coder])
     if dup.any():

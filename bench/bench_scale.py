@@ -13,15 +13,17 @@ claude-code.txt); without the shared data, from the fixed quantile table FALLBAC
 (measured on the same files), interpolated in log space. Which one was used is in the results.
 
 Then it runs the DVC stages' own commands (taken from dvc.yaml, in pipeline order) each in a child
-process, with params.yaml = the repository's params.yaml (arm=all, heuristic generator and judge)
+process, with params.yaml = the repository's params.yaml (arm=all)
 with `data` replaced by the synthetic corpus: ingest, synthesize, audit, validate, every judge arm,
 finalize, rejudge, controls, the analyses (analyze, floors, item_validity, figures, rq2-rq5),
 headline and report. Not run: audit_viewer (one HTML page per trajectory; not a paper-scale
 target). Per stage: wall seconds, peak RSS (the child's own, from wait4, and the sampled sum over
 its process tree, which covers worker processes), bytes of the stage's DVC outputs and bytes per
-trajectory. The judge is the offline heuristic provider through the real client path
-(LLMClient.run, call-store and blob writes): it answers in milliseconds, so the figures measure
-the pipeline, not a model. Target (issue 12): completes at 20,818 trajectories with every stage's
+trajectory. The generator is the heuristic provider (it reads only the 250 tasks); the judge and
+swap judge are the `instant` benchmark provider (gcpc.llm.instant: constant-time hash-seeded
+replies through the real client path, LLMClient.run with call-store and blob writes), because the
+heuristic judge takes about a second per trajectory and arm here (`--judge heuristic` measures it).
+Target (issue 12): completes at 20,818 trajectories with every stage's
 peak memory under 24 GiB.
 """
 
@@ -324,9 +326,14 @@ def run_stage(argv: list[str], cwd: Path, log: Path) -> dict[str, Any]:
             "peak_tree_rss_sampled_bytes": max(peak[0], maxrss), "rc": proc.returncode}
 
 
-def bench_params(base_rel: str) -> dict[str, Any]:
-    """The repository's params.yaml with `data` = the synthetic corpus (one corpus per benchmark)."""
+def bench_params(base_rel: str, judge: str = "instant") -> dict[str, Any]:
+    """The repository's params.yaml with `data` = the synthetic corpus (one corpus per benchmark) and,
+    for judge 'instant', the instant benchmark provider as judge and swap judge (gcpc.llm.instant)."""
     params = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+    if judge != "heuristic":
+        cfg = yaml.safe_load((ROOT / "conf" / "llm" / f"{judge}.yaml").read_text(encoding="utf-8"))
+        params["judge"] = dict(cfg)
+        params["analysis"]["rejudge"]["swap_judge"] = dict(cfg, model=f"{cfg['model']}-swap")
     params["data"] = {"name": "bench-scale", "root": base_rel, "corpora": [
         {"name": b, "root": f"{base_rel}/{b}", "benchmark": b, "tasks_dir": "tasks", "trials_dirs": ["jobs"]} for b, _ in BENCHES]}
     return params
@@ -336,7 +343,7 @@ def _loadavg() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
-def run(n: int, seed: int, keep: Path | None = None, quiet: bool = False) -> dict[str, Any]:
+def run(n: int, seed: int, keep: Path | None = None, quiet: bool = False, judge: str = "instant") -> dict[str, Any]:
     dvc = yaml.safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8"))
     tmp = None
     if keep is None:
@@ -356,7 +363,7 @@ def run(n: int, seed: int, keep: Path | None = None, quiet: bool = False) -> dic
         corpus["build_s"] = round(time.perf_counter() - t0, 2)
         corpus["size_distribution"] = (f"resampled from the {len(empirical)} agent logs in ../shared/data" if empirical else
                                        "fixed quantile table FALLBACK_QUANTILES (shared data absent)")
-        params = bench_params("data/bench")
+        params = bench_params("data/bench", judge)
         (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
         arms = list(params["arm"])
         stages: dict[str, Any] = {}
@@ -385,9 +392,11 @@ def run(n: int, seed: int, keep: Path | None = None, quiet: bool = False) -> dic
     peak = max(s["peak_tree_rss_sampled_bytes"] for s in stages.values())
     return {
         "benchmark": "whole pipeline on a synthetic corpus at the paper's scale",
-        "command": f"python bench/bench_scale.py --n {n}" + (f" --seed {seed}" if seed else ""),
+        "command": f"python bench/bench_scale.py --n {n}" + (f" --seed {seed}" if seed else "") + (
+            f" --judge {judge}" if judge != "instant" else ""),
         "n_trajectories": n, "seed": seed, "corpus": corpus, "ingest_population": ingest_summary,
-        "judge": {"provider": params["judge"]["provider"], "model": params["judge"]["model"]}, "arms": arms,
+        "judge": {"provider": params["judge"]["provider"], "model": params["judge"]["model"]},
+        "generator": {"provider": params["generator"]["provider"], "model": params["generator"]["model"]}, "arms": arms,
         "stages": stages, "not_run": NOT_RUN,
         "total_wall_s": round(sum(s["wall_s"] for s in stages.values()), 1),
         "peak_memory_bytes": peak, "peak_memory_stage": max(stages, key=lambda k: stages[k]["peak_tree_rss_sampled_bytes"]),
@@ -404,9 +413,11 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=PAPER_N, help="trajectories (default: the paper's 20,818)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "scale.json")
+    parser.add_argument("--judge", choices=("instant", "heuristic"), default="instant",
+                        help="judge provider (heuristic: about a second per trajectory and arm here)")
     parser.add_argument("--keep", type=Path, default=None, help="build in this folder (emptied first) and keep it")
     args = parser.parse_args()
-    result = run(args.n, args.seed, args.keep)
+    result = run(args.n, args.seed, args.keep, judge=args.judge)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     print(json.dumps({k: result[k] for k in ("total_wall_s", "peak_memory_bytes", "peak_memory_stage", "meets_target")}, indent=2))

@@ -408,6 +408,35 @@ def run(n: int, seed: int, keep: Path | None = None, quiet: bool = False, judge:
     }
 
 
+def scaling(small: dict[str, Any], large: dict[str, Any], target_n: int = PAPER_N) -> dict[str, Any]:
+    """Per stage, a straight line through two runs (wall, peak memory, output bytes vs n), read at target_n.
+
+    For a run that could not be made at the paper's scale: an estimate, labelled as one; stages
+    whose cost grows faster than linearly in n are underestimated by it."""
+    n1, n2 = small["n_trajectories"], large["n_trajectories"]
+    if n1 == n2:
+        raise ValueError("scaling needs two runs at different n")
+    out: dict[str, Any] = {}
+    for name, b in large["stages"].items():
+        a = small["stages"].get(name)
+        if a is None:
+            continue
+        row: dict[str, Any] = {}
+        for key in ("wall_s", "peak_tree_rss_sampled_bytes", "output_bytes"):
+            slope = (b[key] - a[key]) / (n2 - n1)
+            row[key] = {f"n{n1}": a[key], f"n{n2}": b[key], "per_trajectory": round(slope, 4),
+                        f"linear_at_{target_n}": round(b[key] + slope * (target_n - n2), 1)}
+        out[name] = row
+    est_peak = max(r["peak_tree_rss_sampled_bytes"][f"linear_at_{target_n}"] for r in out.values())
+    return {"from": [n1, n2], "target_n": target_n, "stages": out,
+            "estimated_total_wall_s": round(sum(r["wall_s"][f"linear_at_{target_n}"] for r in out.values()), 1),
+            "estimated_peak_memory_bytes": est_peak,
+            "estimated_peak_memory_stage": max(out, key=lambda k: out[k]["peak_tree_rss_sampled_bytes"][f"linear_at_{target_n}"]),
+            "estimated_meets_target": est_peak < TARGET_BYTES,
+            "note": "linear extrapolation through two measured runs, not a measurement",
+            "loadavg": {f"n{n1}": small.get("loadavg_after"), f"n{n2}": large.get("loadavg_after")}}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=PAPER_N, help="trajectories (default: the paper's 20,818)")
@@ -415,8 +444,19 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "scale.json")
     parser.add_argument("--judge", choices=("instant", "heuristic"), default="instant",
                         help="judge provider (heuristic: about a second per trajectory and arm here)")
+    parser.add_argument("--scaling", nargs=2, type=Path, metavar=("SMALL", "LARGE"),
+                        help="no run: add a per-stage linear extrapolation to --n from two result files to LARGE, written to --out")
     parser.add_argument("--keep", type=Path, default=None, help="build in this folder (emptied first) and keep it")
     args = parser.parse_args()
+    if args.scaling:
+        small, large = (json.loads(p.read_text(encoding="utf-8")) for p in args.scaling)
+        large["scaling"] = scaling(small, large, args.n)
+        large["scaling"]["command"] = (f"python bench/bench_scale.py --n {args.n} --scaling "
+                                       f"{args.scaling[0].name} {args.scaling[1].name}")
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(large, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        print(json.dumps({k: v for k, v in large["scaling"].items() if k != "stages"}, indent=2))
+        return 0
     result = run(args.n, args.seed, args.keep, judge=args.judge)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8")

@@ -42,7 +42,7 @@ import sys
 import tempfile
 import threading
 import time
-from bisect import bisect_left
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
@@ -155,17 +155,47 @@ _PIP = ("Collecting pandas", "  Downloading pandas-2.2.3-cp312-cp312-manylinux_2
         "     ━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━━ 12.7/12.7 MB 48.1 MB/s eta 0:00:00",
         "Requirement already satisfied: numpy>=1.26.0 in /usr/lib/python3/dist-packages (from pandas) (1.26.4)",
         "Installing collected packages: tzdata, pandas")
+PIP_LINES = "".join(_PIP[j % len(_PIP)] + "\n" for j in range(12))  # one in ten logs starts with install output
 
 
 def _line(obj: dict[str, Any]) -> str:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False) + "\n"
 
 
-def agent_log(t: dict[str, Any], size: int, passed: bool, rng: random.Random, session: str, model: str) -> str:
+def _base_lines(seed: int, chars: int = 65536) -> str:
+    """~64 KB of output lines with placeholders (COL, KEY, VAL, ROW), built once per corpus."""
+    rng = random.Random(seed)
+    lines, size = [], 0
+    while size < chars:
+        r = rng.randrange(10**6)
+        s = (f"COL_{r % 997},{r % 89},{(r * 7) % 1000 / 10:.1f}" if r % 5 else
+             ("KEY,VAL" if r % 2 else f"Traceback: ValueError at row ROW{r % 100}"))
+        lines.append(s)
+        size += len(s) + 1
+    return "\n".join(lines) + "\n"
+
+
+class OutputPool:
+    """Tool-output text for one task and outcome: the corpus's base lines with the task's column, key
+    and value filled in (a FAIL run shows a wrong value); each tool output is a slice starting at a
+    line, so 20,818 logs cost string slicing, not line generation."""
+
+    def __init__(self, t: dict[str, Any], passed: bool, base: str):
+        text = (base.replace("COL", t["column"]).replace("KEY", t["key"])
+                .replace("VAL", str(t["value"] if passed else t["value"] + 1)).replace("ROW", ""))
+        self.starts = [0, *accumulate(len(line) + 1 for line in text.split("\n")[:-2])]
+        self.text = text + text  # a slice may run past the end
+
+    def take(self, rng: random.Random, n: int) -> str:
+        start = self.starts[rng.randrange(len(self.starts))]
+        return self.text[start:start + min(n, len(self.text) // 2)].rstrip("\n") or "ok"
+
+
+def agent_log(t: dict[str, Any], size: int, passed: bool, rng: random.Random, session: str, model: str, pool: OutputPool) -> str:
     """A Claude Code stream-json log of about ``size`` bytes (at least init, one message, result).
 
-    Turns of text / Bash call / tool output; the output lines are templated from the task, so the
-    heuristic judge finds (or misses) the checklist's files, keys and values as a model would."""
+    Turns of text / Bash call / tool output; the output lines are templated from the task (its file,
+    column, key and value; error lines), so the judge view has the task's material to quote."""
     def assistant(block: dict[str, Any]) -> str:
         return _line({"type": "assistant", "message": {"role": "assistant", "model": model, "content": [block]}, "session_id": session})
 
@@ -183,17 +213,9 @@ def agent_log(t: dict[str, Any], size: int, passed: bool, rng: random.Random, se
         cmd = (f"python3 /root/solve.py --step {k} && head -n 40 {t['output']}" if k % 3 else f"wc -l {t['input']} && ls -la /root/output")
         call = assistant({"type": "tool_use", "id": call_id, "name": "Bash", "input": {"command": cmd}})
         want = max(60, min(size - used - len(call) - 160, int(200 * 40 ** rng.random())))
-        out_lines = []
+        text = pool.take(rng, want)
         if k == 1 and rng.random() < 0.1:
-            out_lines += [_PIP[j % len(_PIP)] for j in range(12)]
-        n_out = 0
-        while n_out < want:
-            r = rng.randrange(10**6)
-            s = (f"{t['column']}_{r % 997},{r % 89},{(r * 7) % 1000 / 10:.1f}" if r % 5 else
-                 (f"{t['key']},{t['value'] if passed else r % 900}" if r % 2 else f"Traceback: ValueError at row {r % t['rows']}"))
-            out_lines.append(s)
-            n_out += len(s) + 1
-        text = "\n".join(out_lines)[:max(1, want)]
+            text = PIP_LINES + text
         result = _line({"type": "user", "message": {"role": "user", "content": [
             {"type": "tool_result", "tool_use_id": call_id, "content": text, "is_error": (not passed and k % 4 == 0)}]},
             "session_id": session})
@@ -219,6 +241,8 @@ def write_corpus(n: int, seed: int, base: Path, empirical: list[int] | None) -> 
     for t in tasks:
         task_bytes += write_task(base / t["bench"] / "tasks" / t["id"], t)
     sizes = draw_sizes(n, rng, empirical)
+    pools: dict[tuple[int, bool], OutputPool] = {}
+    base_lines = _base_lines(seed)
     log_bytes = trial_bytes = 0
     counts = {"PASS": 0, "FAIL": 0, "other": 0}
     for k in range(n):
@@ -237,7 +261,9 @@ def write_corpus(n: int, seed: int, base: Path, empirical: list[int] | None) -> 
         counts[status] += 1
         passed = status == "PASS"
         session = f"{k:08x}-{_code(rng)}"
-        log = agent_log(t, sizes[k], passed, rng, session, model).encode()
+        if (ti, passed) not in pools:
+            pools[(ti, passed)] = OutputPool(t, passed, base_lines)
+        log = agent_log(t, sizes[k], passed, rng, session, model, pools[(ti, passed)]).encode()
         (folder / "agent" / "claude-code.txt").write_bytes(log)
         log_bytes += len(log)
         cfg = {"task": {"path": f"/srv/bench/tasks/{t['id']}", "source": source}, "trial_name": trial,

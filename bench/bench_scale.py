@@ -448,18 +448,20 @@ def scaling(small: dict[str, Any], large: dict[str, Any], target_n: int = PAPER_
         if a is None:
             continue
         row: dict[str, Any] = {}
-        for key in ("wall_s", "peak_tree_rss_sampled_bytes", "output_bytes"):
+        for key in ("wall_s", "cpu_s", "peak_tree_rss_sampled_bytes", "output_bytes"):
             slope = (b[key] - a[key]) / (n2 - n1)
             row[key] = {f"n{n1}": a[key], f"n{n2}": b[key], "per_trajectory": round(slope, 4),
                         f"linear_at_{target_n}": round(b[key] + slope * (target_n - n2), 1)}
         out[name] = row
     est_peak = max(r["peak_tree_rss_sampled_bytes"][f"linear_at_{target_n}"] for r in out.values())
     return {"from": [n1, n2], "target_n": target_n, "stages": out,
-            "estimated_total_wall_s": round(sum(r["wall_s"][f"linear_at_{target_n}"] for r in out.values()), 1),
+            # CPU seconds, not wall: wall time on a shared machine follows the load, which differs between runs
+            "estimated_total_cpu_s": round(sum(r["cpu_s"][f"linear_at_{target_n}"] for r in out.values()), 1),
             "estimated_peak_memory_bytes": est_peak,
             "estimated_peak_memory_stage": max(out, key=lambda k: out[k]["peak_tree_rss_sampled_bytes"][f"linear_at_{target_n}"]),
             "estimated_meets_target": est_peak < TARGET_BYTES,
-            "note": "linear extrapolation through two measured runs, not a measurement",
+            "note": ("linear extrapolation through two measured runs, not a measurement; wall_s lines are unreliable "
+                     "when the machine's load differed between the runs (see loadavg), cpu_s and memory less so"),
             "loadavg": {f"n{n1}": small.get("loadavg_after"), f"n{n2}": large.get("loadavg_after")}}
 
 

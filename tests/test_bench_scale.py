@@ -93,12 +93,13 @@ def test_whole_bench_at_tiny_n(tmp_path):
 
 def test_scaling_is_a_line_through_two_runs():
     def res(n, wall, peak, out):
-        return {"n_trajectories": n, "stages": {"judge@gcpc": {"wall_s": wall, "peak_tree_rss_sampled_bytes": peak, "output_bytes": out},
-                                                "ingest": {"wall_s": 5.0, "peak_tree_rss_sampled_bytes": 100, "output_bytes": 10}}}
+        return {"n_trajectories": n, "stages": {
+            "judge@gcpc": {"wall_s": wall, "cpu_s": wall, "peak_tree_rss_sampled_bytes": peak, "output_bytes": out},
+            "ingest": {"wall_s": 5.0, "cpu_s": 5.0, "peak_tree_rss_sampled_bytes": 100, "output_bytes": 10}}}
     s = bench_scale.scaling(res(100, 10.0, 1_000, 50), res(300, 30.0, 3_000, 150), target_n=1_000)
     row = s["stages"]["judge@gcpc"]
     assert row["wall_s"]["linear_at_1000"] == 100.0 and row["peak_tree_rss_sampled_bytes"]["linear_at_1000"] == 10_000
     assert row["output_bytes"]["per_trajectory"] == 0.5
-    assert s["estimated_peak_memory_stage"] == "judge@gcpc" and s["estimated_total_wall_s"] == 105.0
+    assert s["estimated_peak_memory_stage"] == "judge@gcpc" and s["estimated_total_cpu_s"] == 105.0
     with pytest.raises(ValueError):
         bench_scale.scaling(res(100, 1, 1, 1), res(100, 1, 1, 1))

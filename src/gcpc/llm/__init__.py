@@ -2,6 +2,7 @@
 
 Providers (conf/llm/<name>.yaml `provider:`):
   heuristic  offline rule-based stand-in (reads request.inputs)
+  instant    benchmark only (bench/bench_scale.py): constant-time hash-seeded judge replies (gcpc.llm.instant)
   replay     answers only from recorded calls; a miss is an error naming the request
   anthropic  Anthropic Messages API (+ Message Batches)
   openai     OpenAI Chat Completions (+ Batch API); with `base_url` any OpenAI-compatible server
@@ -24,7 +25,7 @@ from gcpc.llm.shared_cache import PAID_PROVIDERS, SharedCache, default_dir
 from gcpc.llm.store import CallStore
 from gcpc.llm.usage import summarize_usage, write_usage_summary
 
-KNOWN_PROVIDERS = ("heuristic", "replay", "anthropic", "openai")
+KNOWN_PROVIDERS = ("heuristic", "instant", "replay", "anthropic", "openai")
 
 
 class ReplayProvider:
@@ -54,6 +55,10 @@ def make_provider(cfg: dict[str, Any]) -> Provider:
         from gcpc.llm.heuristic import HeuristicProvider
 
         return HeuristicProvider(model=settings.model or "gcpc-heuristic-v1")
+    if settings.provider == "instant":
+        from gcpc.llm.instant import InstantProvider
+
+        return InstantProvider(model=settings.model)
     from gcpc.llm.providers import make_remote
 
     return make_remote(settings)

@@ -72,7 +72,7 @@ class Prices(_Strict):
 
 
 class LLMSettings(_Strict):
-    provider: Literal["heuristic", "replay", "anthropic", "openai"]
+    provider: Literal["heuristic", "instant", "replay", "anthropic", "openai"]
     model: str
     recorded_provider: str | None = None
     mode: Literal["sync", "batch", "replay"] = "sync"

@@ -1,0 +1,105 @@
+"""bench/bench_scale.py: the synthetic corpus is read by the real ingest without exclusions, with
+the drawn log sizes; the stage list is dvc.yaml's; and (slow) the whole bench at a tiny n."""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+import bench_scale  # noqa: E402
+
+
+def test_fallback_sizes_follow_the_quantile_table():
+    sizes = bench_scale.draw_sizes(4000, random.Random(0), None)
+    q = bench_scale.FALLBACK_QUANTILES
+    assert min(sizes) >= q[0] and max(sizes) <= q[-1]
+    s = sorted(sizes)
+    median = s[len(s) // 2]
+    assert q[9] <= median <= q[11]  # the table's 45th-55th percentile
+    assert bench_scale.draw_sizes(50, random.Random(3), None) == bench_scale.draw_sizes(50, random.Random(3), None)
+
+
+def test_synthetic_corpus_is_ingested_whole_with_the_drawn_sizes(tmp_path):
+    from gcpc.corpus.ingest import corpora_from_params, ingest, merge_results
+
+    empirical = [400, 5000, 60_000, 250_000]
+    n = 14
+    info = bench_scale.write_corpus(n, 0, tmp_path / "data" / "bench", empirical)
+    data = bench_scale.bench_params("data/bench")["data"]
+    result = merge_results([ingest(cfg, tmp_path) for cfg in corpora_from_params(data)])
+    assert result.exclusions == []
+    assert len(result.tasks) == info["tasks"] == 250
+    assert len(result.trajectories) == n
+    assert {t.benchmark for t in result.trajectories} == {b for b, _ in bench_scale.BENCHES}
+    assert {t.condition for t in result.trajectories} == {"with_skills", "without_skills"}
+    statuses = [t.outcome.status for t in result.trajectories]
+    assert sum(info["outcomes"].values()) == n and all(statuses.count(k) == v for k, v in info["outcomes"].items())
+    raw = [t.size.raw_bytes for t in result.trajectories]
+    assert sum(raw) == info["agent_log_bytes"]
+    # each log is its drawn size, except below the minimal log (init, one message, result)
+    drawn = bench_scale.draw_sizes(n, _rng_after_tasks(), empirical)
+    by_id = {t.trial: t.size.raw_bytes for t in result.trajectories}
+    assert len(by_id) == n
+    for size in raw:
+        assert size < 2_000 or min(abs(size - d) for d in drawn) < 1_000
+    assert all(len(t.events) >= 3 for t in result.trajectories)
+    assert all(t.test_results for t in result.trajectories)
+
+
+def _rng_after_tasks() -> random.Random:
+    """The generator's state when it draws the sizes (after the per-task difficulties)."""
+    rng = random.Random(0)
+    for _ in range(sum(k for _, k in bench_scale.BENCHES)):
+        rng.random()
+    return rng
+
+
+def test_stage_list_is_dvc_yaml_with_judge_per_arm():
+    dvc = yaml.safe_load((ROOT / "dvc.yaml").read_text())
+    arms = list(yaml.safe_load((ROOT / "params.yaml").read_text())["arm"])
+    stages = bench_scale.pipeline_stages(dvc, arms)
+    names = [s[0] for s in stages]
+    expected = {k for k in dvc["stages"] if k not in bench_scale.NOT_RUN and k != "judge"} | {f"judge@{a}" for a in arms}
+    assert set(names) == expected and len(names) == len(expected)
+    assert names[0] == "ingest" and names.index("finalize") > max(names.index(f"judge@{a}") for a in arms)
+    assert names.index("rejudge") < names.index("rq3") and names.index("controls") < names.index("rq4")
+    assert dict((s[0], s[2]) for s in stages)["judge@gcpc"] == ["data/processed/judge/gcpc"]
+
+
+@pytest.mark.slow
+def test_whole_bench_at_tiny_n(tmp_path):
+    """Every stage runs (about 5 minutes on 2 shared cores: ~27 child processes)."""
+    out = tmp_path / "scale.json"
+    result = bench_scale.run(12, 0, keep=tmp_path / "work", quiet=True)
+    out.write_text(json.dumps(result))
+    dvc = yaml.safe_load((ROOT / "dvc.yaml").read_text())
+    assert set(result["stages"]) == {s[0] for s in bench_scale.pipeline_stages(dvc, result["arms"])}
+    for name, st in result["stages"].items():
+        assert st["rc"] == 0 and st["wall_s"] > 0 and st["peak_rss_bytes"] > 10 * 2**20, name
+        assert st["peak_tree_rss_sampled_bytes"] >= st["peak_rss_bytes"]
+    assert result["ingest_population"]["n_trajectories"] == 12
+    for stage in ("ingest", "synthesize", "judge@gcpc", "judge@tick", "finalize", "analyze"):
+        assert result["stages"][stage]["output_bytes"] > 0, stage
+    assert result["meets_target"] and result["peak_memory_bytes"] < bench_scale.TARGET_BYTES
+
+
+def test_scaling_is_a_line_through_two_runs():
+    def res(n, wall, peak, out):
+        return {"n_trajectories": n, "stages": {
+            "judge@gcpc": {"wall_s": wall, "cpu_s": wall, "peak_tree_rss_sampled_bytes": peak, "output_bytes": out},
+            "ingest": {"wall_s": 5.0, "cpu_s": 5.0, "peak_tree_rss_sampled_bytes": 100, "output_bytes": 10}}}
+    s = bench_scale.scaling(res(100, 10.0, 1_000, 50), res(300, 30.0, 3_000, 150), target_n=1_000)
+    row = s["stages"]["judge@gcpc"]
+    assert row["wall_s"]["linear_at_1000"] == 100.0 and row["peak_tree_rss_sampled_bytes"]["linear_at_1000"] == 10_000
+    assert row["output_bytes"]["per_trajectory"] == 0.5
+    assert s["estimated_peak_memory_stage"] == "judge@gcpc" and s["estimated_total_cpu_s"] == 105.0
+    with pytest.raises(ValueError):
+        bench_scale.scaling(res(100, 1, 1, 1), res(100, 1, 1, 1))

@@ -163,21 +163,24 @@ class _Screen:
             elif kind == "bs":
                 self.col = max(self.col - 1, 0)
             elif kind == "csi":
-                final, params = m.group("final"), m.group("params")
-                if final == "K":
-                    self.erase(int(params) if params.isdigit() else 0, raw_index)
-                elif final == "A":
-                    self.goto_row(self.row - _count(params), raw_index)
-                elif final == "B":
-                    self.goto_row(self.row + _count(params), raw_index)
-                elif final == "C":
-                    self.col += _count(params)
-                elif final == "D":
-                    self.col = max(self.col - _count(params), 0)
-                elif final == "G":
-                    self.col = _count(params) - 1
-                # colours (m), modes (h/l), screen clears (J), absolute positions (H): no effect on the text
+                self.csi(m.group("final"), m.group("params"), raw_index)
             # other escape sequences and control characters print nothing
+
+    def csi(self, final: str, params: str, raw_index: int) -> None:
+        """A control sequence: erase in line and cursor moves act; colours (m), modes (h/l), screen clears (J)
+        and absolute positions (H) have no effect on the text."""
+        if final == "K":
+            self.erase(int(params) if params.isdigit() else 0, raw_index)
+        elif final == "A":
+            self.goto_row(self.row - _count(params), raw_index)
+        elif final == "B":
+            self.goto_row(self.row + _count(params), raw_index)
+        elif final == "C":
+            self.col += _count(params)
+        elif final == "D":
+            self.col = max(self.col - _count(params), 0)
+        elif final == "G":
+            self.col = _count(params) - 1
 
     def newline(self, raw_index: int) -> None:
         self.goto_row(self.row + 1, raw_index + 1)
@@ -260,19 +263,7 @@ class _FastScreen(_Screen):
             elif kind == "bs":
                 self.col = max(self.col - 1, 0)
             else:
-                params = m.group("params")
-                if final == "K":
-                    self.erase(int(params) if params.isdigit() else 0, raw_index)
-                elif final == "A":
-                    self.goto_row(self.row - _count(params), raw_index)
-                elif final == "B":
-                    self.goto_row(self.row + _count(params), raw_index)
-                elif final == "C":
-                    self.col += _count(params)
-                elif final == "D":
-                    self.col = max(self.col - _count(params), 0)
-                else:  # G
-                    self.col = _count(params) - 1
+                self.csi(final, m.group("params"), raw_index)
         if pending:
             self.write("".join(pending), raw_index)
 

@@ -182,8 +182,11 @@ def test_audit_answers_outside_the_scheme_are_rejected_and_logged(tmp_path):
     try:
         audits = audit_tasks(TASKS[:1], CHECKLISTS, {"provider": "scripted", "model": "m"},
                              AuditSettings(prompts_dir=PROMPTS, schemes=(("full", "audit/schemes/full.md"),)), client)
+        attempts = client.store.attempts(audits[0].request_key)
     finally:
         client.store.close()
     assert len(audits) == 1 and not audits[0].ok and audits[0].requirements == []
     assert "category 'cooking' is not in scheme full" in audits[0].error
-    assert len(client.store.attempts(audits[0].request_key)) == 2
+    assert len(attempts) == 2
+    with pytest.raises(ValueError, match="call store is closed"):
+        client.store.attempts(audits[0].request_key)

@@ -327,6 +327,9 @@ class CallStore:
         self._fh.seek(0, os.SEEK_END)
 
     def _read(self, entry: Attempt) -> CallRecord:
+        if self._fh.closed:  # the index holds offsets only; records (and their blobs) are read from the open files
+            raise ValueError(f"{self.path}: the call store is closed; read records before closing it, "
+                             f"or afterwards with gcpc.llm.store.read_call_records")
         self._fh.flush()
         data = json.loads(os.pread(self._fh.fileno(), entry.length, entry.offset))
         data["request"] = self._blobs.resolve(data.get("request", {}), f"{self.path}: record {entry.key[:12]}")

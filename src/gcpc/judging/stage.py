@@ -103,29 +103,29 @@ def run(params: dict[str, Any], arm_name: str, ingest_dir: Path, synth_dir: Path
             max_bytes = None if chunk or client.mode == "batch" else CHUNK_BYTES
             _judge_to_file(arm, trajectories, out_dir / "judgments.jsonl", budget, size, max_bytes, llm_cfg=llm_cfg,
                            client=client, checklists=checklists, tasks=tasks)
-        # floors make no request, so they have nothing to fail
-        check_failure_budget([f[1:] for f in sorted(budget.failed, key=lambda f: f[0])], budget.asked, LLMSettings.from_cfg(llm_cfg, where="params.yaml judge").failure_budget,
-                             stage=f"judge[{arm_name}]")
+        budget.check(llm_cfg, stage=f"judge[{arm_name}]")  # floors make no request, so they have nothing to fail
     return read_models(out_dir / "judgments.jsonl", Judgment) if collect else []
 
 
 @dataclass
 class _Budget:
-    """Failed and asked judgments, counted as chunks are written (what `enforce_failure_budget` counts)."""
+    """Failed judgments (refused, or invalid after every attempt) among those asked, counted as chunks are
+    written, against the judge's `failure_budget`."""
 
     asked: int = 0
     failed: list[tuple[str, str | None, str | None]] = field(default_factory=list)  # (trajectory id, request key, error)
-    ok: int = 0
-    total: int = 0
 
     def add(self, judgments: Sequence[Judgment]) -> None:
         for j in judgments:
-            self.total += 1
-            self.ok += j.status == "ok"
             if j.status in ("ok", "failed"):
                 self.asked += 1
                 if j.status == "failed":
                     self.failed.append((j.trajectory_id, j.request_key, j.error))
+
+    def check(self, llm_cfg: dict[str, Any], *, stage: str) -> str:
+        failed = [f[1:] for f in sorted(self.failed, key=lambda f: f[0])]  # in trajectory order, as the file is
+        budget = LLMSettings.from_cfg(llm_cfg, where="params.yaml judge").failure_budget
+        return check_failure_budget(failed, self.asked, budget, stage=stage)
 
 
 def trajectory_chunks(path: Path, size: int, max_bytes: int | None) -> Iterator[list[Trajectory]]:
@@ -160,10 +160,3 @@ def _judge_to_file(arm: ArmSpec, trajectories: Path, path: Path, budget: _Budget
         if not ordered:
             write_jsonl(tmp, sorted(read_models(tmp, Judgment), key=lambda j: j.trajectory_id))
 
-
-def enforce_failure_budget(judgments: Sequence[Judgment], llm_cfg: dict[str, Any], *, stage: str) -> str:
-    """Failed judgments (refused, or invalid after every attempt) against the judge's `failure_budget`."""
-    asked = [j for j in judgments if j.status in ("ok", "failed")]
-    failed = [(j.request_key, j.error) for j in asked if j.status == "failed"]
-    budget = LLMSettings.from_cfg(llm_cfg, where="params.yaml judge").failure_budget
-    return check_failure_budget(failed, len(asked), budget, stage=stage)

@@ -31,6 +31,8 @@ from gcpc.llm.base import CallRecord
 from gcpc.llm.store import iter_records
 
 TOKEN_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens", "reasoning_tokens")
+INPUT_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+"""Reported input = uncached + cache writes + cache reads (Anthropic reports them apart; OpenAI is normalised to that)."""
 SUMMARY_NAME = "usage_summary.json"
 
 
@@ -136,7 +138,7 @@ def summarize_usage(records: Iterable[CallRecord], cfg: dict[str, Any]) -> dict[
             est_in, est_out = guess
             estimated["input_tokens"] += est_in
             estimated["output_tokens"] += est_out
-            reported["input_tokens"] += sum(int(record.usage.get(f, 0)) for f in TOKEN_FIELDS[:3])
+            reported["input_tokens"] += sum(int(record.usage.get(f, 0)) for f in INPUT_FIELDS)
             reported["output_tokens"] += int(record.usage.get("output_tokens", 0))
             compared += 1
         cost = None

@@ -26,6 +26,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 from typing import Any
 
 AUTHORED_MARK = "[agent-authored] "
@@ -43,7 +44,19 @@ _LIST_MARK = re.compile(r"^(?:\d+[.)]|[-+>])\s+")
 
 
 def norm(text: str) -> str:
-    """Compared form of a line: Markdown emphasis, code marks and list markers dropped, whitespace collapsed."""
+    """Compared form of a line: Markdown emphasis, code marks and list markers dropped, whitespace collapsed.
+
+    (The regexes run only where they can match: this is called for every displayed line of every arm.
+    `norm_reference` is the plain form; tests compare the two.)"""
+    if "`" in text or "*" in text or "_" in text:
+        text = text.replace("`", "").replace("*", "").replace("_", "")
+    text = " ".join(text.split())
+    if text and (text[0] in "-+>" or text[0].isdigit()):
+        text = _LIST_MARK.sub("", text)
+    return text.rstrip(".,;:").lower()
+
+
+def norm_reference(text: str) -> str:
     text = " ".join(_MARKUP.sub("", text).split())
     return _LIST_MARK.sub("", text).rstrip(".,;:").lower()
 
@@ -66,12 +79,27 @@ _INLINE = re.compile(r"\b(?:python[\d.]*|node|perl|ruby|php|bash|sh)\s+-[ce]\s")
 _OPERATORS = {";", "&&", "||", "|", "&", ";;", "|&"}
 
 
-def _segments(cmd: str) -> list[tuple[list[str], bool]] | None:
-    """Shell words of each simple command, and whether its output is piped on; None when it does not tokenize."""
-    lex = shlex.shlex(_HEREDOC.sub("\n", cmd), posix=True, punctuation_chars=True)
+_PLAIN_TOKEN = re.compile(r"[();<>|&]+|[^ \t\r\n();<>|&]+")
+"""shlex's tokens (posix, punctuation_chars, whitespace_split) of a command without quotes, escapes or comments."""
+_SHLEX_SPECIAL = re.compile(r"['\"\\#]")
+
+
+def shell_tokens(cmd: str) -> list[str]:
+    """shlex.shlex(cmd, posix=True, punctuation_chars=True) with whitespace_split, as a list (ValueError when
+    a quote is not closed); commands without quotes, escapes or comments skip the pure-Python lexer."""
+    if not _SHLEX_SPECIAL.search(cmd):
+        return _PLAIN_TOKEN.findall(cmd)
+    lex = shlex.shlex(cmd, posix=True, punctuation_chars=True)
     lex.whitespace_split = True
+    return list(lex)
+
+
+@lru_cache(maxsize=1024)
+def _segments(cmd: str) -> tuple[tuple[tuple[str, ...], bool], ...] | None:
+    """Shell words of each simple command, and whether its output is piped on; None when it does not tokenize.
+    (Cached: each call is read twice, for what it writes and for whether it only displays.)"""
     try:
-        tokens = list(lex)
+        tokens = shell_tokens(_HEREDOC.sub("\n", cmd))
     except ValueError:
         return None
     out: list[tuple[list[str], bool]] = [([], False)]
@@ -81,10 +109,10 @@ def _segments(cmd: str) -> list[tuple[list[str], bool]] | None:
             out.append(([], False))
         else:
             out[-1][0].append(tok)
-    return [(words, piped) for words, piped in out if words]
+    return tuple((tuple(words), piped) for words, piped in out if words)
 
 
-def _shown(words: list[str]) -> str | None:
+def _shown(words: Sequence[str]) -> str | None:
     """What an echo/printf command prints (its arguments before any redirection), else None."""
     if not words or words[0] not in ("echo", "printf"):
         return None

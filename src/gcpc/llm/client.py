@@ -240,17 +240,17 @@ class LLMClient:
             return CallRecord(**base, **meta, parsed=None, ok=False, error=why)
         return CallRecord(**base, **meta, parsed=parsed.model_dump(mode="json"), ok=True)
 
-    def _attempt(self, request: LLMRequest, output_type: type[BaseModel], check: Check | None, attempt: int) -> CallRecord:
+    def _attempt(self, request: LLMRequest, key: str, output_type: type[BaseModel], check: Check | None, attempt: int) -> CallRecord:
         self.calls_made += 1
         try:
             raw = self.provider.complete(request)
         except ReplayMiss:
             raise
         except RequestRefused as exc:
-            return self._refused(request, request.key, attempt, exc)
+            return self._refused(request, key, attempt, exc)
         except ProviderError as exc:
-            return self._record(request, request.key, attempt, None, str(exc), output_type, check)
-        return self._record(request, request.key, attempt, raw, None, output_type, check)
+            return self._record(request, key, attempt, None, str(exc), output_type, check)
+        return self._record(request, key, attempt, raw, None, output_type, check)
 
     def _refused(self, request: LLMRequest, key: str, attempt: int, exc: Exception) -> CallRecord:
         return CallRecord(**self._base(request, key, attempt), response_text=None, parsed=None, ok=False,
@@ -298,7 +298,10 @@ class LLMClient:
     def run_one(self, request: LLMRequest, output_type: type[BaseModel], check: Check | None = None) -> CallResult:
         if self.mode == "batch":
             return self.run([request], output_type, check, desc=request.purpose)[0]
-        key = request.key
+        return self._serial(request.key, request, output_type, check)
+
+    def _serial(self, key: str, request: LLMRequest, output_type: type[BaseModel], check: Check | None) -> CallResult:
+        # `key` is request.key, computed once by the caller: it hashes the whole request, log included
         self.used_keys.add(key)
         known = self._known(key)
         if known is not None:
@@ -306,7 +309,7 @@ class LLMClient:
         attempt, invalid, _ = self._history(key)
         while invalid < self.max_attempts:
             attempt += 1
-            done = self._settle(key, request, self._attempt(request, output_type, check, attempt))
+            done = self._settle(key, request, self._attempt(request, key, output_type, check, attempt))
             if done is not None:
                 return done
             invalid += 1
@@ -344,7 +347,7 @@ class LLMClient:
                 results.update(_run_coro(self._run_concurrent(pending, output_type, check, bar)))
             else:
                 for key, request in pending.items():
-                    results[key] = self.run_one(request, output_type, check)
+                    results[key] = self._serial(key, request, output_type, check)
                     bar.update(1)
         return [results[k] for k in keys]
 

@@ -4,7 +4,7 @@ The heuristic judge scans every log line for every item's anchors (about a secon
 trajectory here), which would turn a paper-scale run (20,818 trajectories x 6 judge arms) into
 a day of rule evaluation instead of a measurement of the pipeline. This provider answers each
 log-reading request (ChecklistJudgment, TickAnswer, HolisticJudgment) in constant time with a
-schema-valid reply derived from the request key (hash-seeded labels; Yes/No cite the first line
+schema-valid reply derived from a hash of what is sent (hash-seeded labels; Yes/No cite the first line
 of a displayed tool output or file content, verbatim, so the evidence gate has real work), and
 requests that read only the task (checklist and TICK question generation, the category audit)
 with the heuristic rules. It goes through the same client path as every provider (validation,
@@ -24,13 +24,21 @@ EVIDENCE_KINDS = ("tool_output", "file_content")
 QUOTE_CHARS = 80
 
 
+def _seed(request: LLMRequest) -> str:
+    """What the draws depend on: what a provider is sent (model, schema name, messages). Not request.key,
+    which also hashes the structured `inputs` (the log's events again): a real provider never pays that."""
+    h = hashlib.sha256(f"{request.model}\x00{request.output_schema}".encode())
+    for m in request.messages:
+        h.update(f"\x00{m.role}\x00{m.content}".encode())
+    return h.hexdigest()
+
+
 def _draws(key: str, salt: str) -> bytes:
     return hashlib.sha256(f"{key}|{salt}".encode()).digest()
 
 
-def _evidence(events: list[dict[str, Any]], pick: int) -> list[dict[str, Any]]:
-    """One verbatim quote from a displayed event (the pick-th evidence event, cyclically), or none."""
-    shown = [e for e in events if e.get("kind") in EVIDENCE_KINDS and str(e.get("text", "")).strip()]
+def _evidence(shown: list[dict[str, Any]], pick: int) -> list[dict[str, Any]]:
+    """One verbatim quote from a displayed event (the pick-th of `shown`, cyclically), or none."""
     if not shown:
         return []
     ev = shown[pick % len(shown)]
@@ -40,11 +48,13 @@ def _evidence(events: list[dict[str, Any]], pick: int) -> list[dict[str, Any]]:
 
 def _checklist(request: LLMRequest) -> dict[str, Any]:
     events = request.inputs.get("events", [])
+    shown = [e for e in events if e.get("kind") in EVIDENCE_KINDS and str(e.get("text", "")).strip()]
+    key = _seed(request)
     verdicts = []
     for item in request.inputs["items"]:
-        d = _draws(request.key, item["item_id"])
+        d = _draws(key, item["item_id"])
         label = ("Yes", "No", "Abstain")[d[0] % 3]
-        evidence = _evidence(events, int.from_bytes(d[1:3], "big")) if label != "Abstain" else []
+        evidence = _evidence(shown, int.from_bytes(d[1:3], "big")) if label != "Abstain" else []
         if not evidence:
             label = "Abstain"
         verdicts.append({"item_id": item["item_id"], "label": label, "evidence": evidence,
@@ -53,12 +63,12 @@ def _checklist(request: LLMRequest) -> dict[str, Any]:
 
 
 def _tick(request: LLMRequest) -> dict[str, Any]:
-    verdict = ("YES", "NO")[_draws(request.key, "tick")[0] % 2]
+    verdict = ("YES", "NO")[_draws(_seed(request), "tick")[0] % 2]
     return {"reasoning": "instant benchmark provider: verdict drawn from the request hash.", "verdict": verdict}
 
 
 def _holistic(request: LLMRequest) -> dict[str, Any]:
-    score = _draws(request.key, "holistic")[0] % 11
+    score = _draws(_seed(request), "holistic")[0] % 11
     return {"rationale": "instant benchmark provider: score drawn from the request hash.", "score": score}
 
 

@@ -93,7 +93,7 @@ class LayoutTemplate(PromptTemplate):
         if "log" not in variables:
             raise TypeError(f"{self.path}: a judge template is rendered with the log (`log=`)")
         arm_text = super().render(schema, **variables)[0].content
-        log_block = _env.from_string(self.log_source).render(log=variables["log"]).strip()
+        log_block = _compiled(self.log_source).render(log=variables["log"]).strip()
         return [Message(role="system", content=self.system.strip()),
                 Message(role="user", content=log_block, cache_prefix=True),
                 Message(role="user", content=arm_text)]

@@ -97,7 +97,7 @@ def test_arm_spec_reads_view_from_params():
 @pytest.fixture(scope="module")
 def tb1_trajectories():
     cfg = yaml.safe_load((REPO / "conf/data/terminal-bench-1.yaml").read_text(encoding="utf-8"))
-    if not (REPO / cfg["trials_dirs"][0]).is_dir():
+    if not (REPO / cfg["root"] / cfg["trials_dirs"][0]).is_dir():
         pytest.skip(f"real data not available at {DATA} (the shared curated-data checkout is absent)")
     return ingest(cfg, REPO).trajectories
 

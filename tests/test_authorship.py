@@ -63,3 +63,13 @@ def test_echoed_and_read_back_lines():
 def test_piped_echo_is_not_only_display():
     events = _events(("tool_call", "Bash: echo data | wc -c"), ("tool_output", "5"))
     assert line_authorship(events) == {}
+
+
+def test_norm_lines_equals_norm_of_each_line():
+    rng = random.Random(3)
+    alphabet = list("aB1 2.)-+>*_`\t.,;:ÉİẞΣ٣²x ") + ["\n", "\r\n", "\r", "\x0b", "\x85", "\u2028"]
+    for _ in range(20_000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30)))
+        from gcpc.judging.authorship import norm_lines
+
+        assert norm_lines(text) == [norm_reference(line) for line in text.splitlines()], repr(text)

@@ -56,6 +56,19 @@ def norm(text: str) -> str:
     return text.rstrip(".,;:").lower()
 
 
+def norm_lines(text: str) -> list[str]:
+    """[norm(line) for line in text.splitlines()], with the code-mark test done once for the whole text."""
+    if "`" in text or "*" in text or "_" in text:
+        return [norm(line) for line in text.splitlines()]
+    out = []
+    for line in text.splitlines():
+        line = " ".join(line.split())
+        if line and (line[0] in "-+>" or line[0].isdigit()):
+            line = _LIST_MARK.sub("", line)
+        out.append(line.rstrip(".,;:").lower())
+    return out
+
+
 def norm_reference(text: str) -> str:
     text = " ".join(_MARKUP.sub("", text).split())
     return _LIST_MARK.sub("", text).rstrip(".,;:").lower()
@@ -164,24 +177,28 @@ def line_authorship(events: Iterable[Any]) -> dict[int, dict[int, str]]:
     shown: set[str] = set()
     written: set[str] = set()
     last_call: str | None = None
+    call: tuple[bool, bool, str] | None = None  # (whole, inline, normalised call) of last_call, once it is needed
     out: dict[int, dict[int, str]] = {}
     for ev in events:
         kind, text = _kind(ev), _text(ev)
         if kind == "tool_call":
-            last_call = text
+            last_call, call = text, None
             s, w = written_text(text)
             for blocks, into in ((s, shown), (w, written)):
                 for block in blocks:
-                    into.update(n for n in (norm(line) for line in block.splitlines()) if len(n) >= MIN_AUTHORED_CHARS)
+                    into.update(n for n in norm_lines(block) if len(n) >= MIN_AUTHORED_CHARS)
             continue
         if kind not in EVIDENCE_KINDS:
             continue
-        whole = last_call is not None and _only_display(last_call)
-        inline = last_call is not None and _INLINE.search(last_call) is not None and not _HEREDOC.search(last_call)
-        call_norm = norm(last_call) if last_call else ""
+        if call is None:
+            call = (False, False, "") if last_call is None else (
+                _only_display(last_call), _INLINE.search(last_call) is not None and not _HEREDOC.search(last_call),
+                norm(last_call))
+        whole, inline, call_norm = call
+        if not (whole or inline or shown or written):
+            continue  # no line of this output can be the agent's
         marks: dict[int, str] = {}
-        for i, line in enumerate(text.splitlines()):  # the same line numbers as every consumer uses
-            n = norm(line)
+        for i, n in enumerate(norm_lines(text)):  # line numbers of text.splitlines(), as every consumer uses
             if not n:
                 continue
             if whole or n in shown or (inline and len(n.split()) >= 3 and n in call_norm):

@@ -123,3 +123,20 @@ def test_no_harness_install_lines_in_rendered_tb1(tb1_trajectories):
                 run = run + 1 if is_install_line(ln) else 0
                 assert run < view.collapse_install_min_lines, (traj.trajectory_id, e["index"])
     assert dropped > 100_000  # the harness installs its agent in nearly every trial; all of it is gone
+
+
+def test_input_cuts_reuse_the_view_just_built():
+    """Arms record the cuts of the view they built for the request; reusing them is exact and never shared."""
+    from gcpc.judging.view import input_cuts
+
+    events = [ev(0, EventKind.TOOL_OUTPUT, "Collecting numpy\n" * 8 + "x" * 5000)]
+    view = ViewSettings(max_event_chars=1000)
+    built = judge_input(events, view).cuts
+    again = input_cuts(events, view)
+    assert again == built and again["install_collapsed"]["runs"] == 1 and again["event_cut"]["events"] == 1
+    again["event_cut"]["events"] = 99  # a caller's change stays its own
+    assert input_cuts(events, view) == built
+    other = ViewSettings(max_event_chars=0)  # another view of the same events is built, not taken from the last
+    assert input_cuts(events, other) == judge_input(events, other).cuts != built
+    copy_of_events = list(events)
+    assert input_cuts(copy_of_events, view) == built

@@ -22,7 +22,7 @@ from gcpc.io import content_hash
 from gcpc.judging.evidence import gate_verdicts
 from gcpc.judging.models import Judgment
 from gcpc.judging.spec import ArmInputs, ArmSpec, LogTooLong, fit_view, judge_view, task_key, visible_events
-from gcpc.judging.view import judge_input
+from gcpc.judging.view import input_cuts
 from gcpc.llm import LLMClient, LLMRequest, request_identity, sampling_params
 from gcpc.llm.prompts import PromptTemplate
 from gcpc.llm.schemas import ChecklistJudgment, checklist_judgment_schema
@@ -38,7 +38,7 @@ def judgment_fields(traj: Trajectory, arm: ArmSpec, llm_cfg: dict[str, Any], *, 
     return dict(trajectory_id=traj.trajectory_id, benchmark=traj.benchmark, task_id=traj.task_id, arm=arm.name,
                 kind=arm.kind, provider=provider, model=model,
                 evidence_gate=arm.evidence_gate if evidence_gate is None else evidence_gate,
-                input_cuts=judge_input(traj.events, arm.view).cuts)
+                input_cuts=input_cuts(traj.events, arm.view))
 
 
 def make_request(purpose: str, messages: list, schema: type[BaseModel], template: PromptTemplate, llm_cfg: dict[str, Any],

@@ -30,7 +30,7 @@ from typing import Any
 from gcpc.corpus.models import EVIDENCE_KINDS, EventKind
 from gcpc.judging.models import Judgment
 from gcpc.judging.spec import ArmInputs, ArmSpec, judge_view
-from gcpc.judging.view import ViewSettings, judge_input
+from gcpc.judging.view import ViewSettings, input_cuts
 
 PROVIDER = "none"
 """Floor judgments name no provider: no model was asked."""
@@ -145,5 +145,5 @@ def judge_floor_arm(inputs: ArmInputs, *, arm: ArmSpec, llm_cfg: dict[str, Any] 
         out.append(Judgment(trajectory_id=traj.trajectory_id, benchmark=traj.benchmark, task_id=traj.task_id, arm=arm.name,
                             kind=arm.kind, checklist_hash="", provider=PROVIDER, model=f"floor:{arm.feature}", request_key=None,
                             status="ok", evidence_gate=False, score=score, rationale=reason, floor=feats,
-                            input_cuts=judge_input(traj.events, arm.view).cuts))
+                            input_cuts=input_cuts(traj.events, arm.view)))
     return sorted(out, key=lambda j: j.trajectory_id)

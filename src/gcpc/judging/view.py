@@ -18,6 +18,8 @@ and on the judgment. Event indices never change, so what a judge cites still poi
 
 from __future__ import annotations
 
+import copy
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -138,4 +140,27 @@ def judge_input(events: Sequence[Event], view: ViewSettings | int) -> JudgeInput
                    "chars": budget_cut_chars, "over_budget": view.max_log_chars is not None and len(log) > view.max_log_chars},
         "rendered_chars": len(log),
     }
+    _remember_cuts(events, view, cuts)
     return JudgeInput(log, visible, cuts)
+
+
+_RECENT_CUTS: OrderedDict[int, tuple[Sequence[Event], ViewSettings | int, dict[str, Any]]] = OrderedDict()
+RECENT_CUTS = 512
+"""Cuts of the last views built (more than one judge-stage chunk). Each entry holds its event list, so the id
+it is found by cannot be reused while it is there."""
+
+
+def _remember_cuts(events: Sequence[Event], view: ViewSettings | int, cuts: dict[str, Any]) -> None:
+    _RECENT_CUTS[id(events)] = (events, view, copy.deepcopy(cuts))
+    _RECENT_CUTS.move_to_end(id(events))
+    while len(_RECENT_CUTS) > RECENT_CUTS:
+        _RECENT_CUTS.popitem(last=False)
+
+
+def input_cuts(events: Sequence[Event], view: ViewSettings | int) -> dict[str, Any]:
+    """`judge_input(events, view).cuts`. An arm records them on each judgment after it built the same
+    view for the request: that view's cuts are reused instead of building it again."""
+    held = _RECENT_CUTS.get(id(events))
+    if held is not None and held[0] is events and held[1] == view:
+        return copy.deepcopy(held[2])
+    return judge_input(events, view).cuts

@@ -74,23 +74,23 @@ def judge_tick_arm(inputs: ArmInputs, *, arm: ArmSpec, llm_cfg: dict[str, Any], 
 
     pending: list[tuple[Trajectory, list[str], str, list[LLMRequest]]] = []
     for traj in inputs.trajectories:
-        common = judgment_fields(traj, arm, llm_cfg, evidence_gate=False)
         key = task_key(traj)
         if key not in inputs.tasks:
-            out.append(Judgment(**common, checklist_hash="", request_key=None, status="skipped",
-                                error="task instruction not found among ingested tasks"))
+            out.append(Judgment(**judgment_fields(traj, arm, llm_cfg, evidence_gate=False), checklist_hash="", request_key=None,
+                                status="skipped", error="task instruction not found among ingested tasks"))
             continue
         generated = gen_results[key]
         if not generated.ok or generated.parsed is None:
-            out.append(Judgment(**common, checklist_hash="", request_key=generated.key, status="failed",
-                                error=f"question generation failed: {generated.error}"))
+            out.append(Judgment(**judgment_fields(traj, arm, llm_cfg, evidence_gate=False), checklist_hash="",
+                                request_key=generated.key, status="failed", error=f"question generation failed: {generated.error}"))
             continue
         questions = [" ".join(q.split()) for q in TickChecklist.model_validate(generated.parsed).questions]
         try:
             requests = build_question_requests(traj, inputs.tasks[key].instruction, questions, arm=arm, llm_cfg=llm_cfg,
                                                template=judge_template)
         except LogTooLong as exc:
-            out.append(Judgment(**common, checklist_hash="", request_key=generated.key, status="skipped", error=str(exc)))
+            out.append(Judgment(**judgment_fields(traj, arm, llm_cfg, evidence_gate=False), checklist_hash="",
+                                request_key=generated.key, status="skipped", error=str(exc)))
             continue
         pending.append((traj, questions, generated.key, requests))
 

@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import tempfile
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,6 +30,48 @@ def canonical_json(obj: Any) -> str:
     if isinstance(obj, BaseModel):
         obj = obj.model_dump(mode="json")
     return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def canonical_json_parts(parts: dict[str, str]) -> str:
+    """canonical_json of a dict given as its keys and each value's canonical_json (same bytes)."""
+    return "{" + ",".join(json.dumps(k, ensure_ascii=False) + ":" + v for k, v in sorted(parts.items())) + "}"
+
+
+_SHARED_JSON: OrderedDict[int, list[Any]] = OrderedDict()
+SHARED_JSON_HELD = 64
+
+
+def _shared_entry(obj: Any) -> list[Any]:
+    """[obj, its JSON-mode value or None, its canonical JSON or None], for one of the last SHARED_JSON_HELD
+    values. Each entry holds its object, so the id it is found by is not reused while it is there."""
+    entry = _SHARED_JSON.get(id(obj))
+    if entry is None or entry[0] is not obj:
+        entry = [obj, None, None]
+        _SHARED_JSON[id(obj)] = entry
+        while len(_SHARED_JSON) > SHARED_JSON_HELD:
+            _SHARED_JSON.popitem(last=False)
+    _SHARED_JSON.move_to_end(id(obj))
+    return entry
+
+
+def jsonable_shared(obj: Any) -> Any:
+    """The value as model_dump(mode="json") converts an `Any` field, converted once for the consecutive
+    requests that hold it as one object (a trajectory's judge-visible events, under every TICK
+    question); they then hold one converted object too. Treat it as read-only."""
+    entry = _shared_entry(obj)
+    if entry[1] is None:
+        from pydantic_core import to_jsonable_python
+
+        entry[1] = to_jsonable_python(obj)
+    return entry[1]
+
+
+def canonical_json_shared(obj: Any) -> str:
+    """canonical_json(jsonable_shared(obj)), encoded once for the requests that share the object."""
+    entry = _shared_entry(obj)
+    if entry[2] is None:
+        entry[2] = canonical_json(jsonable_shared(obj))
+    return entry[2]
 
 
 def sha256_text(text: str) -> str:

@@ -12,7 +12,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from gcpc.io import content_hash
+from gcpc.io import canonical_json, canonical_json_parts, canonical_json_shared, content_hash, jsonable_shared, sha256_text
 
 
 class Message(BaseModel):
@@ -28,6 +28,10 @@ def cached_prefix(messages: list[Message]) -> list[Message]:
     (providers cache a prefix, so everything before a breakpoint is part of it); [] when none is marked."""
     marked = [n for n, m in enumerate(messages) if m.cache_prefix]
     return list(messages[: marked[-1] + 1]) if marked else []
+
+
+SHARED_INPUTS = ("events",)
+"""Structured inputs that many requests share as one object: the judge-visible events of a log."""
 
 
 class LLMRequest(BaseModel):
@@ -53,7 +57,28 @@ class LLMRequest(BaseModel):
         `purpose` (which arm or stage asks) is left out: two arms that send the provider the same
         request (gcpc and its evidence-gate variant, which gates after the call) share one call
         through the shared cache."""
-        return content_hash(self.model_dump(mode="json", exclude={"purpose"}))
+        shared = self.shared_inputs()
+        if not shared:
+            return content_hash(self.model_dump(mode="json", exclude={"purpose"}))
+        # the same bytes as above, with the events (shared by every question over one log) encoded once
+        top = self.model_dump(mode="json", exclude={"purpose": True, "inputs": set(shared)})
+        inputs = {k: canonical_json(v) for k, v in top.pop("inputs").items()}
+        inputs |= {k: canonical_json_shared(self.inputs[k]) for k in shared}
+        parts = {k: canonical_json(v) for k, v in top.items()} | {"inputs": canonical_json_parts(inputs)}
+        return sha256_text(canonical_json_parts(parts))
+
+    def json_dump(self) -> dict[str, Any]:
+        """model_dump(mode="json"), with the shared inputs converted once for all the requests that share them."""
+        shared = self.shared_inputs()
+        if not shared:
+            return self.model_dump(mode="json")
+        data = self.model_dump(mode="json", exclude={"inputs": set(shared)})
+        data["inputs"] |= {k: jsonable_shared(self.inputs[k]) for k in shared}
+        return data
+
+    def shared_inputs(self) -> list[str]:
+        """The `inputs` keys (SHARED_INPUTS) holding a list, encoded once for all the requests that share it."""
+        return [k for k in SHARED_INPUTS if isinstance(self.inputs.get(k), list)]
 
 
 class RawResponse(BaseModel):

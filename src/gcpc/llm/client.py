@@ -215,7 +215,7 @@ class LLMClient:
     @staticmethod
     def _base(request: LLMRequest, key: str, attempt: int) -> dict[str, Any]:
         return dict(key=key, attempt=attempt, purpose=request.purpose, provider=request.provider, model=request.model,
-                    request=request.model_dump(mode="json"))
+                    request=request.json_dump())
 
     def _record(self, request: LLMRequest, key: str, attempt: int, raw: RawResponse | None, error: str | None,
                 output_type: type[BaseModel], check: Check | None, batch_id: str | None = None) -> CallRecord:

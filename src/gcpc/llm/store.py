@@ -35,8 +35,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
-from gcpc.io import canonical_json, sha256_text
-from gcpc.llm.base import CallRecord
+from gcpc.io import SHARED_JSON_HELD, canonical_json, canonical_json_shared, sha256_text
+from gcpc.llm.base import SHARED_INPUTS, CallRecord
 from gcpc.llm.secrets import redact
 
 
@@ -97,11 +97,38 @@ def _externalize_json(value: object, blobs: dict[str, str]) -> object:
     return {JSON_BLOB_REF: digest}
 
 
+_SHARED_BLOBS: OrderedDict[int, tuple[Any, str, str]] = OrderedDict()
+
+
+def _shared_blob(value: Any, blobs: dict[str, str]) -> object:
+    """`_externalize_json` of a value that consecutive requests hold as one object (a log's events under
+    every TICK question): encoded, redacted and hashed once (see gcpc.io.canonical_json_shared)."""
+    held = _SHARED_BLOBS.get(id(value))
+    if held is None or held[0] is not value:
+        text = redact(canonical_json_shared(value))
+        held = (value, text, sha256_text(text))
+        _SHARED_BLOBS[id(value)] = held
+        while len(_SHARED_BLOBS) > SHARED_JSON_HELD:
+            _SHARED_BLOBS.popitem(last=False)
+    _SHARED_BLOBS.move_to_end(id(value))
+    _, text, digest = held
+    if len(text) < BLOB_MIN_CHARS:
+        from pydantic_core import to_jsonable_python
+
+        return to_jsonable_python(value)
+    blobs[digest] = text
+    return {JSON_BLOB_REF: digest}
+
+
 def _split(record: CallRecord) -> tuple[str, dict[str, str]]:
     """(the record's line with its request's long strings as references, the referenced texts)."""
     blobs: dict[str, str] = {}
-    data = record.model_dump(mode="json")
+    inputs = record.request.get("inputs")
+    shared = [k for k in SHARED_INPUTS if isinstance(inputs, dict) and isinstance(inputs.get(k), list)]  # in JSON_BLOB_KEYS
+    data = record.model_dump(mode="json", exclude={"request": {"inputs": set(shared)}} if shared else None)
     data["request"] = _externalize(data["request"], blobs)
+    for k in shared:
+        data["request"]["inputs"][k] = _shared_blob(inputs[k], blobs)
     return redact(canonical_json(data)) + "\n", blobs
 
 

@@ -1,0 +1,66 @@
+"""The request key and the stored record encode a log's events once for all the requests that share
+them (TICK's questions over one log), with the same bytes as encoding each request whole."""
+
+import json
+
+from gcpc.io import canonical_json, canonical_json_parts, canonical_json_shared, content_hash, jsonable_shared
+from gcpc.llm.base import CallRecord, LLMRequest, Message
+from gcpc.llm.store import _externalize, _split
+from gcpc.llm.secrets import redact
+
+EVENTS = [{"index": i, "kind": "tool_output", "tool": "Bash", "is_error": i % 2 == 0, "text": f"line {i} é \u2028 " * 40,
+           "authored": [0], "score": 0.1 * i} for i in range(30)]
+
+
+def _request(question: str, events: list) -> LLMRequest:
+    return LLMRequest(purpose="judgment:tick", provider="heuristic", model="m",
+                      messages=[Message(role="system", content="s"), Message(role="user", content="log", cache_prefix=True),
+                                Message(role="user", content=question)],
+                      output_schema="TickAnswer", json_schema={"type": "object", "x": [1, 2.5, None]},
+                      sampling={"temperature": 0.0}, template_hash="t", inputs={"question": question, "events": events})
+
+
+def _old_key(r: LLMRequest) -> str:
+    return content_hash(r.model_dump(mode="json", exclude={"purpose"}))
+
+
+def test_parts_equal_whole():
+    obj = {"b": [1, {"z": 1, "a": "é"}], "a": None, "ü": 1.5e-7, "": True}
+    assert canonical_json_parts({k: canonical_json(v) for k, v in obj.items()}) == canonical_json(obj)
+    assert canonical_json_parts({}) == canonical_json({}) == "{}"
+
+
+def test_shared_encoding_is_the_plain_one_and_held_per_object():
+    events = [dict(e) for e in EVENTS]
+    assert canonical_json_shared(events) == canonical_json(events)
+    assert jsonable_shared(events) is jsonable_shared(events)  # one converted object for every request holding it
+    other = [dict(e) for e in EVENTS[:3]]
+    assert canonical_json_shared(other) == canonical_json(other) != canonical_json_shared(events)
+
+
+def test_keys_equal_the_whole_request_hash():
+    events = [dict(e) for e in EVENTS]
+    requests = [_request(f"question {q}?", events) for q in range(9)]
+    keys = [r.key for r in requests]
+    assert keys == [_old_key(r) for r in requests]
+    assert len(set(keys)) == 9
+    alone = _request("question 0?", [dict(e) for e in EVENTS])  # the same content, another object
+    assert alone.key == keys[0]
+    changed = [dict(e) for e in EVENTS]
+    changed[5]["text"] += "x"
+    assert _request("question 0?", changed).key != keys[0]
+    without = LLMRequest(**{**alone.model_dump(), "inputs": {"question": "q"}})
+    assert without.key == _old_key(without)
+
+
+def test_stored_lines_equal_the_whole_record_encoding():
+    events = [dict(e) for e in EVENTS]
+    for q in range(3):
+        request = _request(f"question {q}?", events)
+        record = CallRecord(key=request.key, attempt=1, purpose=request.purpose, provider="heuristic", model="m",
+                            request=request.json_dump(), response_text="{}", parsed={}, ok=True)
+        data = record.model_dump(mode="json")
+        blobs: dict[str, str] = {}
+        data["request"] = _externalize(data["request"], blobs)
+        assert _split(record) == (redact(canonical_json(data)) + "\n", blobs)
+        assert record.request == json.loads(json.dumps(request.model_dump(mode="json")))

@@ -31,7 +31,7 @@ def test_shell_tokens_equal_shlex_on_random_commands():
     """Without quotes, escapes or comments the regex path runs; with them, shlex itself. Both must match shlex."""
     rng = random.Random(5)
     alphabet = list("ab-./~*?=();<>|& \t\r\n\x0bÉ€\u00a0x1$") + ["'", '"', "\\", "#"]
-    for _ in range(30_000):
+    for _ in range(10_000):
         cmd = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 16)))
         try:
             expected = _shlex(cmd)

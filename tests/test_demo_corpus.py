@@ -13,6 +13,7 @@ from omegaconf import OmegaConf
 
 from gcpc.corpus.ingest import ingest, write_outputs
 from gcpc.corpus.models import EVIDENCE_KINDS, EventKind, Trajectory
+from gcpc.experiment import register_resolvers
 from gcpc.io import read_models
 from gcpc.judging.models import Judgment
 from gcpc.judging.stage import arm_spec, judge_arm
@@ -32,6 +33,7 @@ ALL_ARMS = ("gcpc", "gcpc_gate", "generic", "tick", "tick_adapted", "holistic", 
 
 def composed_arms(choice: str = "all") -> dict:
     """The `arm` group as `dvc exp run -S arm=<choice>` composes it (Hydra, from conf/)."""
+    register_resolvers()  # what hydra_plugins/gcpc_resolvers does inside `dvc exp run`
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base=None):
         return OmegaConf.to_container(compose(config_name="config", overrides=[f"arm={choice}"]).arm)
 

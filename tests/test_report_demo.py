@@ -24,6 +24,7 @@ from demo_outputs import judge_through_finalize
 from omegaconf import OmegaConf
 
 from gcpc.analysis.common import DEFAULTS, resolve_analysis
+from gcpc.experiment import register_resolvers
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,6 +34,7 @@ STAGES = ("gcpc.analysis.__main__", "gcpc.report.__main__", "gcpc.analysis.rejud
 
 
 def _compose(overrides: list[str]) -> dict:
+    register_resolvers()  # what hydra_plugins/gcpc_resolvers does inside `dvc exp run`
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base=None):
         return OmegaConf.to_container(compose(config_name="config", overrides=overrides), resolve=True)
 

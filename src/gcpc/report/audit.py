@@ -79,18 +79,25 @@ class AuditInputs:
     max_event_chars: int
 
     def __post_init__(self) -> None:
+        # plain per-(trajectory, arm) rows: a pandas row lookup per arm and page was most of this stage's time
         self._judgment = {(arm, j.trajectory_id): j for arm, js in self.judgments.items() for j in js}
-        self._metrics = {tid: g for tid, g in self.metrics.groupby("trajectory_id", sort=False)} if len(self.metrics) else {}
-        self._labels = {tid: g for tid, g in self.labels.groupby("trajectory_id", sort=False)} if len(self.labels) else {}
+        self._metric: dict[tuple[str, str], dict[str, Any]] = {}
+        for r in self.metrics.to_dict("records"):
+            self._metric.setdefault((r["trajectory_id"], r["arm"]), r)  # the first row, as before
+        self._labels: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for r in self.labels.to_dict("records"):
+            self._labels.setdefault((r["trajectory_id"], r["arm"]), []).append(r)
 
     def judgment(self, arm: str, trajectory_id: str) -> Judgment | None:
         return self._judgment.get((arm, trajectory_id))
 
-    def metric_rows(self, trajectory_id: str) -> pd.DataFrame:
-        return self._metrics.get(trajectory_id, self.metrics.iloc[0:0])
+    def metric_row(self, trajectory_id: str, arm: str) -> dict[str, Any] | None:
+        """The trajectory's first metrics row for the arm (finalize writes one)."""
+        return self._metric.get((trajectory_id, arm))
 
-    def label_rows(self, trajectory_id: str) -> pd.DataFrame:
-        return self._labels.get(trajectory_id, self.labels.iloc[0:0])
+    def label_rows(self, trajectory_id: str, arm: str) -> list[dict[str, Any]]:
+        """The trajectory's label rows for the arm, in file order."""
+        return self._labels.get((trajectory_id, arm), [])
 
 
 def _template_hashes(calls: Path) -> dict[str, str]:
@@ -192,18 +199,17 @@ def trajectory_page(traj: Trajectory, inp: AuditInputs) -> dict[str, Any]:
     by_index = {e["i"]: e for e in events}
     key = (traj.benchmark, traj.task_id)
     task, cl = inp.tasks.get(key), inp.checklists.get(key)
-    mrows, lrows = inp.metric_rows(traj.trajectory_id), inp.label_rows(traj.trajectory_id)
     arms = []
     for arm in inp.arms:
         j = inp.judgment(arm, traj.trajectory_id)
         if j is None:
             arms.append({"arm": arm, "status": "missing", "error": "no judgment for this trajectory in this arm's output"})
             continue
-        m = mrows[mrows["arm"] == arm]
-        metrics = {c: _clean(m.iloc[0][c]) for c in METRIC_COLUMNS if len(m) and c in m.columns}
+        m = inp.metric_row(traj.trajectory_id, arm)
+        metrics = {c: _clean(m[c]) for c in METRIC_COLUMNS if m is not None and c in m}
         outcome_labels = {}
         endpoint = None
-        for _, r in lrows[lrows["arm"] == arm].iterrows():
+        for r in inp.label_rows(traj.trajectory_id, arm):
             if r["route"] == "endpoint":
                 endpoint = {"item_id": r["item_id"], "label_outcome": _clean(r["label_outcome"])}
             else:
@@ -246,8 +252,8 @@ def trajectory_page(traj: Trajectory, inp: AuditInputs) -> dict[str, Any]:
 def index_rows(inp: AuditInputs) -> list[dict[str, Any]]:
     """One row per trajectory with every arm's scores, for the index table and its filters."""
     by_arm_traj: dict[tuple[str, str], dict[str, Any]] = {}
-    for _, r in inp.metrics.iterrows():
-        by_arm_traj[(str(r["arm"]), str(r["trajectory_id"]))] = {c: _clean(r[c]) for c in METRIC_COLUMNS if c in r.index}
+    for r in inp.metrics.to_dict("records"):
+        by_arm_traj[(str(r["arm"]), str(r["trajectory_id"]))] = {c: _clean(r[c]) for c in METRIC_COLUMNS if c in r}
     status = {(arm, j.trajectory_id): j.status for arm, js in inp.judgments.items() for j in js}
     rows = []
     for t in sorted(inp.trajectories, key=lambda t: t.trajectory_id):

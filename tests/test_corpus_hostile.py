@@ -141,3 +141,30 @@ def test_outputs_are_written_atomically_with_unique_temporary_names(tmp_path, mo
         gio.write_jsonl(target, boom())
     assert target.read_text() == '{"a":1}\n'  # the old file is intact, not a prefix of the new one
     assert [p.name for p in tmp_path.iterdir()] == ["out.jsonl"]  # no temporary left behind
+
+
+def test_the_boundarys_cached_realpath_is_os_realpath(tmp_path, monkeypatch):
+    """`Boundary.realpath` (folders resolved once) gives what `os.path.realpath` gives: links to files,
+    to folders and chains of links, '..' after a link, missing names, relative paths, trailing separators."""
+    (tmp_path / "corpus" / "a" / "b").mkdir(parents=True)
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret.txt").write_text("x")
+    (tmp_path / "corpus" / "a" / "b" / "f.txt").write_text("f")
+    (tmp_path / "corpus" / "a" / "to_outside").symlink_to(tmp_path / "outside")
+    (tmp_path / "corpus" / "a" / "to_secret").symlink_to(tmp_path / "outside" / "secret.txt")
+    (tmp_path / "corpus" / "a" / "chain").symlink_to("to_secret")
+    (tmp_path / "corpus" / "dirlink").symlink_to(tmp_path / "corpus" / "a" / "b")
+    c = tmp_path / "corpus"
+    paths = [c / "a" / "b" / "f.txt", c / "a" / "to_outside" / "secret.txt", c / "a" / "to_secret",
+             c / "a" / "chain", c / "dirlink" / "f.txt", c / "dirlink" / ".." / "to_secret",
+             c / "a" / "b" / "missing" / "deeper.txt", c / "a" / "b" / "..", c / "a" / ".", f"{c}/a/b/",
+             f"{c}//a//b//f.txt", os.fsencode(c / "a" / "chain")]
+    monkeypatch.chdir(c / "a")
+    paths += ["b/f.txt", "to_secret", "dirlink/f.txt", ".", "chain"]
+    b = guard.Boundary((os.path.realpath(c),))
+    for _ in range(2):  # the second round reads the folder cache
+        for p in paths:
+            expected = os.path.realpath(os.fsdecode(p) if isinstance(p, bytes) else p)
+            assert b.realpath(p) == expected, p
+            assert b.inside(p) == (expected == os.path.realpath(c) or expected.startswith(os.path.realpath(c) + os.sep))
+    assert not b.inside(c / "a" / "chain") and b.inside(c / "dirlink" / "f.txt")

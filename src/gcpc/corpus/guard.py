@@ -19,6 +19,7 @@ item (the `strict` corpus switch re-raises instead).
 from __future__ import annotations
 
 import os
+import stat
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -45,10 +46,43 @@ class Boundary:
     roots: tuple[str, ...]
     refused: list[str] = field(default_factory=list)
     """Reads and listings refused by the audit hook ('path -> resolved target')."""
+    _dirs: dict[str, str] = field(default_factory=dict, repr=False, compare=False)
+    """realpath of every folder resolved so far (`realpath`), for the life of the boundary."""
+
+    def __post_init__(self) -> None:
+        self._prefixes = tuple(r.rstrip(os.sep) + os.sep for r in self.roots)
 
     def inside(self, path: str | os.PathLike[str]) -> bool:
-        real = os.path.realpath(path)
-        return any(real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in self.roots)
+        return self.inside_real(self.realpath(path))
+
+    def inside_real(self, real: str) -> bool:
+        """`inside` for a path already resolved (no second `realpath`)."""
+        return real in self.roots or real.startswith(self._prefixes)
+
+    def realpath(self, path: str | os.PathLike[str]) -> str:
+        """`os.path.realpath(path)`, with the folders above the last component resolved once per boundary.
+
+        The audit hook resolves every file opened and every folder listed; `os.path.realpath` checks each
+        component of the path with one `lstat` (twelve for a trial's agent log), and was a fifth of the
+        ingest's time. Here only the last component is checked (is it a link?) and its folder's real path
+        comes from the cache, so the result is the same as long as no folder of the corpus is replaced by a
+        link while the corpus is read (the corpus is read as it was when its folders were first seen)."""
+        path = os.fspath(path)
+        if isinstance(path, bytes):
+            path = os.fsdecode(path)
+        head, tail = os.path.split(path)
+        if not head or tail in ("", ".", "..") or not os.path.isabs(head):
+            return os.path.realpath(path)
+        real_head = self._dirs.get(head)
+        if real_head is None:
+            real_head = self._dirs[head] = os.path.realpath(head)
+        try:
+            is_link = stat.S_ISLNK(os.lstat(path).st_mode)
+        except OSError:
+            is_link = False  # as realpath (not strict): a missing component is kept as written
+        if is_link:
+            return os.path.realpath(path)
+        return os.path.join(real_head, tail)
 
 
 _active: ContextVar[Boundary | None] = ContextVar("gcpc_corpus_boundary", default=None)
@@ -77,10 +111,10 @@ def _hook(event: str, args: tuple[Any, ...]) -> None:
         if (isinstance(mode, str) and any(c in mode for c in "wax+")) or (isinstance(flags, int) and flags & _WRITE_FLAGS):
             return  # writes are not reads of the corpus
     try:
-        real = os.path.realpath(path)
+        real = boundary.realpath(path)
     except (TypeError, ValueError):
         return
-    if boundary.inside(real) or _is_system(real):
+    if boundary.inside_real(real) or _is_system(real):
         return
     boundary.refused.append(f"{os.fspath(path)} -> {real}")
     raise OutsideCorpus(f"{os.fspath(path)}: refused, resolves outside the corpus root ({real})")

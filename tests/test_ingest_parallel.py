@@ -54,6 +54,43 @@ def test_fast_stream_replay_equals_the_reference_on_spinners_and_progress_bars()
     assert _replay(terminal.iter_stream, data) == _replay(terminal.iter_stream_reference, data)
 
 
+PANE_PIECES = [b"a", b"bc", b" ", b"x" * 79, b"y" * 80, b"z" * 158, b"w" * 159, b"v" * 160, b"u" * 161,
+               "\u2500".encode() * 160, "\u2500".encode() * 159, "\u4e2d".encode(), "\u4e2d".encode() * 79,
+               "\u4e2d".encode() * 80, "e\u0301".encode(), "\u00e9".encode() * 159, b"\xff", b"\r", b"\t",
+               b"\n", b"\r\n", b"\n", b"\n"]
+
+
+def test_fast_pane_unwrap_equals_the_reference_on_random_panes():
+    # full rows, rows one column short, wide characters, combining marks, box rules, invalid bytes, CRLF
+    for seed in range(1500):
+        rnd = random.Random(seed)
+        data = b"".join(rnd.choice(PANE_PIECES) for _ in range(rnd.randint(1, 60)))
+        for width in (160, 80):
+            fast, ref = terminal.Counter(), terminal.Counter()
+            assert (list(terminal.iter_pane(data, fast, width)), fast.invalid_utf8) == \
+                   (list(terminal.iter_pane_reference(data, ref, width)), ref.invalid_utf8), (seed, width, data)
+
+
+def test_display_path_is_the_relative_path_relpath_gives(tmp_path, monkeypatch):
+    from gcpc.corpus.harbor import display_path
+
+    def reference(path, root):
+        roots = [root] if isinstance(root, (str, Path)) else list(root)
+        target = os.path.abspath(path)
+        for r in roots:
+            base = os.path.abspath(r)
+            if target == base or target.startswith(base.rstrip(os.sep) + os.sep):
+                return Path(os.path.relpath(target, base)).as_posix()
+        return Path(os.path.relpath(target, os.path.abspath(roots[-1]))).as_posix()
+
+    monkeypatch.chdir(tmp_path)
+    cases = [("/a/b/c", "/a"), ("/a/b/c", "/a/"), ("/a", "/a"), ("/a/b/../c//d/./e", "/a"), ("/x/y", "/"),
+             ("/ab/c", "/a"), ("rel/x", "."), ("rel/x", "rel"), ("../d/x", ["../d", "."]), ("/q", ["/a", "/b"]),
+             ("/a/b", [Path("/a/b"), Path("/a")])]
+    for path, root in cases:
+        assert display_path(Path(path), root) == reference(Path(path), root), (path, root)
+
+
 def test_map_ordered_uses_processes_and_keeps_the_input_order(monkeypatch):
     monkeypatch.setattr(parallel, "MIN_ITEMS_PER_WORKER", 1)
     out = parallel.map_ordered(_pid_and_square, list(range(40)), workers=2)

@@ -47,8 +47,11 @@ def display_path(path: Path, root: Path | Sequence[Path] | None) -> str:
     target = os.path.abspath(path)
     for r in roots:
         base = os.path.abspath(r)
-        if target == base or target.startswith(base.rstrip(os.sep) + os.sep):
-            return Path(os.path.relpath(target, base)).as_posix()
+        if target == base:
+            return "."
+        prefix = base.rstrip(os.sep) + os.sep
+        if target.startswith(prefix):  # both normalised: the relative path is the rest (what relpath gives)
+            return target[len(prefix):] if os.sep == "/" else Path(target[len(prefix):]).as_posix()
     return Path(os.path.relpath(target, os.path.abspath(roots[-1]))).as_posix()
 
 

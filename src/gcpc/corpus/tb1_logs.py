@@ -582,14 +582,15 @@ def parse_session(clean: CleanText, label: str, typed: list[TypedCommand]) -> Se
     return parse_lines(lambda: iter(clean.lines), lambda: clean.invalid_utf8, label, typed, held=True)
 
 
-def read_session(path: Path, label: str, typed: list[TypedCommand]) -> tuple[SessionResult, Path]:
-    """Read and parse one agent.log (raw stream) or post-agent.txt (pane capture), streaming; also its path (for its size)."""
+def read_session(path: Path, label: str, typed: list[TypedCommand]) -> tuple[SessionResult, bytes | Path]:
+    """Read and parse one agent.log (raw stream) or post-agent.txt (pane capture), streaming; also what was read,
+    for its size (`size.log_size`): the bytes of a log read at once (not read again), else its path."""
     clean_lines = iter_pane if path.name.endswith(".txt") else iter_stream
     counter = Counter()
     if path.stat().st_size <= READ_ONCE_BYTES:
-        with path.open("rb") as fh:
-            lines = list(clean_lines(fh, counter))
-        return parse_lines(lambda: iter(lines), lambda: counter.invalid_utf8, label, typed, held=True), path
+        data = path.read_bytes()
+        lines = list(clean_lines(data, counter))
+        return parse_lines(lambda: iter(lines), lambda: counter.invalid_utf8, label, typed, held=True), data
 
     def source() -> Iterator[LogLine]:
         counter.invalid_utf8 = 0

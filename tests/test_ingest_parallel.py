@@ -3,6 +3,7 @@ read in worker processes give the same bytes as one process (fixture, hostile an
 
 from __future__ import annotations
 
+import io
 import os
 import random
 from pathlib import Path
@@ -43,6 +44,21 @@ def test_fast_stream_replay_equals_the_reference_on_random_streams(monkeypatch, 
     for seed in range(1500):
         data = _random_stream(seed)
         assert _replay(terminal.iter_stream, data) == _replay(terminal.iter_stream_reference, data), (seed, data)
+
+
+@pytest.mark.parametrize("block", [1, 7, 64])
+def test_fast_stream_replay_is_the_same_across_block_boundaries(monkeypatch, block):
+    # the replay decodes and splits the stream a block at a time; lines and runs of simple lines cut by a
+    # block boundary (and lines longer than a block) replay as in one piece
+    monkeypatch.setattr(terminal, "STREAM_BLOCK", block)
+    monkeypatch.setattr(terminal, "SCREEN_ROWS", 3)
+    pieces = PIECES + [b"plain line\r\n"] * 10 + [b"x" * 100 + b"\r\n"]
+    for seed in range(400):
+        rnd = random.Random(seed)
+        data = b"".join(rnd.choice(pieces) for _ in range(rnd.randint(0, 300)))
+        counter = terminal.Counter()
+        streamed = list(terminal.iter_stream(io.BytesIO(data), counter)), counter.invalid_utf8
+        assert streamed == _replay(terminal.iter_stream_reference, data), (seed, data)
 
 
 def test_fast_stream_replay_equals_the_reference_on_spinners_and_progress_bars():

@@ -27,6 +27,7 @@ spinner lines) is counted in the trajectory's notes, never dropped silently.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -57,18 +58,25 @@ def parse_commands(text: str, label: str) -> tuple[list[TypedCommand], list[str]
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
-        try:
-            keys = ast.literal_eval(line)
-        except (ValueError, SyntaxError):
-            notes.append(f"{label}:{lineno}: not a Python list literal; line ignored")
-            continue
-        if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
-            notes.append(f"{label}:{lineno}: not a list of strings; line ignored")
-            continue
-        typed = "".join(k for k in keys if not _KEY.match(k))
-        if typed:
+        typed, problem = _typed(line)
+        if problem is not None:
+            notes.append(f"{label}:{lineno}: {problem}; line ignored")
+        elif typed:
             out.append(TypedCommand(typed, lineno))
     return out, notes
+
+
+@functools.lru_cache(maxsize=4096)
+def _typed(line: str) -> tuple[str, str | None]:
+    """(the keys of one commands.txt line joined, tmux key names dropped; what is wrong with the line or None).
+    Cached: the 9,603 lines of the shared TB1 set are 403 distinct ones (the harness types the same commands)."""
+    try:
+        keys = ast.literal_eval(line)
+    except (ValueError, SyntaxError):
+        return "", "not a Python list literal"
+    if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+        return "", "not a list of strings"
+    return "".join(k for k in keys if not _KEY.match(k)), None
 
 
 def is_harness_bookkeeping(cmd: str) -> bool:
@@ -465,28 +473,29 @@ def _scan(lines: Iterable[LogLine], typed: list[TypedCommand], record: list[_Tok
     """The structure pass; `record` (for a session held in memory) keeps its tokens for the events pass: the
     tokens up to the verifier cut are the same in both passes, so the second need not find them again."""
     st = _Pass()
-    tokens = _tokens(lines, typed, st, read_to_end=True)
-    if record is not None:
-        tokens = _recorded(tokens, record)
-    for kind, value, _ in tokens:
+    keep = record.append if record is not None else None
+    has_mini, not_found = st.has_mini, st.not_found
+    for tok in _tokens(lines, typed, st, read_to_end=True):
+        if keep is not None:
+            keep(tok)
+        kind, value, _ = tok
         if kind == "cmd":
-            st.has_mini.append(False)
-            st.not_found.append(None)
+            has_mini.append(False)
+            not_found.append(None)
             continue
         text = value.text
-        if st.lead_line is None and len(st.has_mini) == 1 and text.strip():
+        if st.lead_line is None and len(has_mini) == 1 and text.strip():
             st.lead_line = value.line
-        if not st.has_mini[-1] and _is_mini_line(text):
-            st.has_mini[-1] = True
-        if st.not_found[-1] is None and text.endswith("mini: command not found") and _MINI_NOT_FOUND.search(text):
-            st.not_found[-1] = value.line
+        # a mini-swe-agent line starts with one of these characters (a quick test before the patterns)
+        if not has_mini[-1] and text[:1] in _MINI_FIRST and _is_mini_line(text):
+            has_mini[-1] = True
+        if not_found[-1] is None and text.endswith("mini: command not found") and _MINI_NOT_FOUND.search(text):
+            not_found[-1] = value.line
     return st
 
 
-def _recorded(tokens: Iterator[_Token], record: list[_Token]) -> Iterator[_Token]:
-    for tok in tokens:
-        record.append(tok)
-        yield tok
+_MINI_FIRST = frozenset("mTS\U0001F44B")
+"""First characters of the lines `_is_mini_line` accepts ('mini-swe-agent (step', '[\U0001F44B ]This is', 'System:')."""
 
 
 READ_ONCE_BYTES = 2_000_000

@@ -188,6 +188,27 @@ class _Block:
         if len(self._parts) >= self.CHUNK:
             self._flush()
 
+    def extend(self, lines: Iterable[LogLine]) -> None:
+        """`add` for every line (the same block; the loop kept in locals)."""
+        parts, blank, first, last = self._parts, self._blank, self.first, self.last
+        for ln in lines:
+            text = ln.text
+            if not text.strip():
+                if first is not None:
+                    blank.append(text)
+                continue
+            if first is None:
+                first = self.first = ln
+            elif blank:
+                parts.extend(blank)
+                blank.clear()
+            parts.append(text)
+            last = ln
+            if len(parts) >= self.CHUNK:
+                self._flush()
+                parts = self._parts
+        self.last = last
+
     def _flush(self) -> None:
         piece = ("\n" if self._joined else "") + "\n".join(self._parts)
         self._parts = []
@@ -439,34 +460,43 @@ def _tokens(lines: Iterable[LogLine], typed: list[TypedCommand], st: _Pass, *, r
     command: list[LogLine] | None = None
     match: TypedCommand | None = None
     extra = 0
-    for ln in lines:
-        st.last_end_line = ln.end_line
-        if not st.any_text and ln.text.strip():
-            st.any_text = True
-        if st.cut is not None:
-            if not read_to_end:
-                break
-            continue
-        is_cmd, m, cmd = _harness_line(ln, typed)
-        if is_cmd and cmd is not None and (TEST_COMMAND.search(cmd) or (test_typed is not None and m == test_typed)):
-            st.cut = (cmd, ln.line)
-            continue
-        if _SPINNER.match(ln.text):
-            st.spinners += 1
-            continue
-        if command is not None:
-            if extra and (ln.text == ">" or ln.text.startswith("> ")):
-                command.append(ln)
-                extra -= 1
+    # the pass's counters live in locals while the lines stream (written back when the generator ends)
+    any_text, last_end, spinners = st.any_text, st.last_end_line, st.spinners
+    try:
+        for ln in lines:
+            text = ln.text
+            last_end = ln.end_line
+            if not any_text and text.strip():
+                any_text = True
+            if st.cut is not None:
+                if not read_to_end:
+                    break
                 continue
+            if "@" in text:  # every harness prompt has user@host (most lines are not prompts)
+                is_cmd, m, cmd = _harness_line(ln, typed)
+                if is_cmd and cmd is not None and (TEST_COMMAND.search(cmd) or (test_typed is not None and m == test_typed)):
+                    st.cut = (cmd, ln.line)
+                    continue
+            else:
+                is_cmd = False
+            if "\u2800" <= text[:1] <= "\u28ff" and _SPINNER.match(text):  # a spinner starts with a braille pattern
+                spinners += 1
+                continue
+            if command is not None:
+                if extra and (text == ">" or text.startswith("> ")):
+                    command.append(ln)
+                    extra -= 1
+                    continue
+                yield ("cmd", command, match)
+                command = None
+            if is_cmd:
+                command, match, extra = [ln], m, (m.text.count("\n") if m else 0)
+                continue
+            yield ("line", ln, None)
+        if command is not None:
             yield ("cmd", command, match)
-            command = None
-        if is_cmd:
-            command, match, extra = [ln], m, (m.text.count("\n") if m else 0)
-            continue
-        yield ("line", ln, None)
-    if command is not None:
-        yield ("cmd", command, match)
+    finally:
+        st.any_text, st.last_end_line, st.spinners = any_text, last_end, spinners
 
 
 def _scan(lines: Iterable[LogLine], typed: list[TypedCommand], record: list[_Token] | None = None) -> _Pass:
@@ -538,8 +568,7 @@ def parse_lines(source: LineSource, invalid_utf8: Callable[[], int], label: str,
 
     def block_of(lines: Iterable[LogLine], prefix: str) -> _Block:
         block = _Block(prefix)
-        for ln in lines:
-            block.add(ln)
+        block.extend(lines)
         return block
 
     launch = next((t for t in typed if not is_harness_bookkeeping(t.text)), None)

@@ -244,6 +244,9 @@ class _Window:
         return True
 
     def __getitem__(self, i: int) -> LogLine:
+        k = i - self._head
+        if 0 <= k < len(self._buf):  # already read (the common case)
+            return self._buf[k]
         if i < self._head or not self.has(i):
             raise IndexError(i)
         return self._buf[i - self._head]
@@ -291,6 +294,8 @@ class _MiniParser:
         self.litellm_lines = 0
 
     def _skip_noise(self, lines: _Window, i: int) -> int:
+        if not lines[i].text[:1].isdigit():  # a LiteLLM block starts with its time, 'hh:mm:ss - LiteLLM:'
+            return i
         j = _litellm_end(lines, i)
         if j > i:
             self.litellm_blocks += 1

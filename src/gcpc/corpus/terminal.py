@@ -275,7 +275,7 @@ class _FastScreen(_Screen):
             self.write("".join(pending), raw_index)
 
 
-STREAM_BLOCK = 1 << 20
+STREAM_BLOCK = 1 << 16
 """Bytes `iter_stream` decodes and splits at once (a block ends at a newline; a longer line is one block)."""
 _NOT_SIMPLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\r(?!\n|\Z)")
 """In a line: a control character other than carriage return, or a carriage return before the line's end."""

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import io
 import re
-from bisect import bisect_right
 import unicodedata
+from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import accumulate, repeat

@@ -275,3 +275,23 @@ def test_cluster_ranks_equal_row_weight_ranks(seed):
     boot = clustered_spearman_bootstrap(x, y, codes, n_resamples=60, seed=seed)
     want = weighted_spearman(x, y, counts[:, codes])
     np.testing.assert_array_equal(boot.draws, want[np.isfinite(want)])
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_spearman_draws_from_joint_groups_equal_row_path(seed):
+    """Tie-group / value-pair sums give the row-by-row weighted Pearson draws (up to summation order)."""
+    from gcpc.analysis.stats import _JointGroups, _spearman_draws_by_rows, cluster_codes
+
+    rng = np.random.default_rng(seed)
+    n = 700
+    x = np.round(rng.random(n), seed % 3)  # 0 decimals: two levels; 2: many ties; continuous y below
+    y = x + rng.normal(0, 0.3, n) if seed % 2 else np.round(rng.random(n) * 10)
+    codes, k = cluster_codes(pd.Series(rng.integers(0, 23, n)))
+    counts = resample_counts(k, 150, seed)
+    want = _spearman_draws_by_rows(x, y, codes, k, counts)
+    got = _JointGroups(x, y, codes, k).draws(counts)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+    # a constant variable: every draw undefined on both paths
+    const = _JointGroups(np.ones(n), y, codes, k).draws(counts)
+    assert np.isnan(const).all() and np.isnan(_spearman_draws_by_rows(np.ones(n), y, codes, k, counts)).all()

@@ -295,3 +295,38 @@ def test_spearman_draws_from_joint_groups_equal_row_path(seed):
     # a constant variable: every draw undefined on both paths
     const = _JointGroups(np.ones(n), y, codes, k).draws(counts)
     assert np.isnan(const).all() and np.isnan(_spearman_draws_by_rows(np.ones(n), y, codes, k, counts)).all()
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_roc_curve_equals_sklearn_bit_for_bit(seed):
+    from sklearn.metrics import roc_curve as sk_roc_curve
+
+    from gcpc.analysis.stats import roc_curve
+
+    rng = np.random.default_rng(seed)
+    n = [2, 3, 40, 500, 2000, 7][seed]
+    s = np.round(rng.random(n), [0, 1, 1, 2, 6, 3][seed])  # coarse (many ties) to continuous
+    y = rng.random(n) < 0.4
+    y[0], y[-1] = True, False
+    for got, want in zip(roc_curve(y, s), sk_roc_curve(y, s), strict=True):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(UndefinedStatistic):
+        roc_curve(np.ones(4, bool), s[:4] if n >= 4 else np.arange(4.0))
+
+
+def test_auc_draws_cached_by_content():
+    """Equal cells and resamples give the cached draws (the very array computed); other scores do not hit."""
+    from gcpc.analysis.stats import _AUC_DRAWS, _AucCells, cluster_codes
+
+    rng = np.random.default_rng(7)
+    s, y = np.round(rng.random(300), 1), rng.random(300) < 0.5
+    codes, k = cluster_codes(pd.Series(rng.integers(0, 11, 300)))
+    counts = resample_counts(k, 40, 1)
+    first = _AucCells(s, y, codes, k).auc(counts)
+    again = _AucCells(s.copy(), y.copy(), codes.copy(), k).auc(counts)
+    assert again is first and not first.flags.writeable
+    np.testing.assert_array_equal(first, _AucCells(s, y, codes, k).auc_by_cells(counts))
+    other = _AucCells(s[::-1].copy(), y, codes, k).auc(counts)
+    assert other is not first and not np.array_equal(other, first)
+    assert len(_AUC_DRAWS) <= 256

@@ -31,6 +31,7 @@ from gcpc.analysis.stats import (
     BootstrapResult,
     clustered_auc_bootstrap,
     paired_delta_auc,
+    roc_curve,
 )
 
 DECIDED_OUTCOMES = ("PASS", "FAIL")
@@ -557,8 +558,6 @@ def roc_points(metrics: pd.DataFrame, cfg: dict[str, Any] | None = None) -> pd.D
     c = resolve_config(cfg)
     _check_columns(metrics, c["scores"])
     c["scores"] = active_scores(metrics, c)
-    from sklearn.metrics import roc_curve  # here, not at the top: importing sklearn costs every importer ~1 s
-
     from gcpc.report.labels import labeler_for
 
     rows = decided(with_method_arm(metrics, c["default_variants"]))
@@ -573,7 +572,7 @@ def roc_points(metrics: pd.DataFrame, cfg: dict[str, Any] | None = None) -> pd.D
             y = vals[LABEL].to_numpy()
             if y.all() or not y.any():
                 continue
-            fpr, tpr, thr = roc_curve(y, vals[score].to_numpy(dtype=float))
+            fpr, tpr, thr = roc_curve(y, vals[score].to_numpy(dtype=float))  # = sklearn's, without importing it
             thr = np.where(np.isfinite(thr), thr, np.nan)
             # `curve` names the series in words: one line per arm x score in `dvc plots show` / `diff`
             frames.append(pd.DataFrame({"arm": arm, "score": score, "curve": f"{words(arm, score)}, n={len(vals)}",

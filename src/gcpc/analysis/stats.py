@@ -6,7 +6,9 @@ intervals resample whole tasks (clusters), never single rows, or they come out t
 
 from __future__ import annotations
 
+import collections
 import functools
+import hashlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -68,6 +70,31 @@ def auc(scores: Any, labels: Any) -> float:
     ranks = average_ranks(s)  # a tie contributes one half
     u = float(ranks[y].sum()) - n_pos * (n_pos + 1) / 2.0
     return u / (n_pos * n_neg)
+
+
+def roc_curve(labels: Any, scores: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(fpr, tpr, thresholds) exactly as `sklearn.metrics.roc_curve(labels, scores)` returns them
+    (drop_intermediate, a first threshold of +inf; tests compare bit for bit), without importing
+    sklearn (several seconds for the stage that needs only this)."""
+    y = _as_binary_labels(labels)
+    s = np.asarray(scores, dtype=float)
+    if s.shape != y.shape or s.ndim != 1:
+        raise ValueError(f"scores and labels must be one-dimensional and of equal length, got {s.shape} and {y.shape}")
+    if not np.isfinite(s).all():
+        raise ValueError("scores contain NaN or infinite values")
+    if not y.any() or y.all():
+        raise UndefinedStatistic(f"a ROC curve needs both classes (n_pos={int(y.sum())}, n_neg={int((~y).sum())})")
+    order = np.argsort(s, kind="stable")[::-1]
+    ys, ss = y[order].astype(np.float64), s[order]
+    idx = np.r_[np.flatnonzero(np.diff(ss)), ss.size - 1]
+    tps = np.cumsum(ys, dtype=np.float64)[idx]  # integers, exact: the order inside a tie does not matter
+    fps = 1 + idx.astype(np.float64) - tps
+    thresholds = ss[idx]
+    if fps.shape[0] > 2:
+        keep = np.flatnonzero(np.r_[True, np.logical_or(np.diff(fps, 2), np.diff(tps, 2)), True])
+        fps, tps, thresholds = fps[keep], tps[keep], thresholds[keep]
+    tps, fps = np.r_[0.0, tps], np.r_[0.0, fps]
+    return fps / fps[-1], tps / tps[-1], np.r_[np.inf, thresholds.astype(np.float64)]
 
 
 def average_ranks(values: np.ndarray) -> np.ndarray:
@@ -280,6 +307,13 @@ def bootstrap_result(estimate: float, draws: np.ndarray, *, ci: float, n_resampl
                            seed=int(seed), n_clusters=int(n_clusters), draws=valid)
 
 
+# Draws by content: RQ1 bootstraps one arm's AUC on its own and again in each paired delta, and the
+# floors stage each floor against several arms; the same cells and resamples give the same draws, so
+# they are computed once per process (bit-identical: the cached array is the one computed).
+_AUC_DRAWS: collections.OrderedDict[bytes, np.ndarray] = collections.OrderedDict()
+_AUC_DRAWS_MAX = 256
+
+
 class _AucCells:
     """Rows collapsed to (score level, cluster) cells holding positive and negative counts."""
 
@@ -314,6 +348,27 @@ class _AucCells:
         summed exactly in float64, so the result is bit-identical to the cell-by-cell sum
         (`auc_by_cells`, kept as the reference; tests compare both)."""
         weights = np.atleast_2d(weights)
+        key = self._key(weights)
+        cached = _AUC_DRAWS.get(key)
+        if cached is not None:
+            _AUC_DRAWS.move_to_end(key)
+            return cached
+        out = self._auc(weights)
+        out.setflags(write=False)
+        _AUC_DRAWS[key] = out
+        if len(_AUC_DRAWS) > _AUC_DRAWS_MAX:
+            _AUC_DRAWS.popitem(last=False)
+        return out
+
+    def _key(self, weights: np.ndarray) -> bytes:
+        """Digest of everything the draws depend on: the cells (level, cluster, positives, negatives) and the weights."""
+        h = hashlib.sha256()
+        for part in (self.level.astype(np.int64), self.cluster.astype(np.int64), self.pos, self.neg,
+                     np.asarray(weights.shape, dtype=np.int64), np.ascontiguousarray(weights, dtype=np.float64)):
+            h.update(np.ascontiguousarray(part).tobytes())
+        return h.digest()
+
+    def _auc(self, weights: np.ndarray) -> np.ndarray:
         m = self._pair_matrix()
         if m is None or not np.array_equal(weights, np.round(weights)):
             return self.auc_by_cells(weights)

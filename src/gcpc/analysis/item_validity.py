@@ -138,15 +138,19 @@ def item_validity(labels: pd.DataFrame, metrics: pd.DataFrame, cfg: dict[str, An
     if len(unknown):
         raise ValueError(f"labels table: trajectory {unknown['trajectory_id'].iloc[0]} is not in the metrics table")
     # the paper's rule (§4), as in every analysis: a zero-evidence (trajectory, arm) is left out by default
-    ze_key: set[tuple[str, str]] = set()
+    is_ze = np.zeros(len(items), bool)
     if {"zero_evidence", "arm"} <= set(metrics.columns):
-        ze_rows = metrics[metrics["zero_evidence"].fillna(False).astype(bool)]
-        ze_key = set(zip(ze_rows["trajectory_id"].astype(str), ze_rows["arm"].astype(str), strict=True))
+        ze_rows = metrics.loc[metrics["zero_evidence"].fillna(False).astype(bool).to_numpy(), ["trajectory_id", "arm"]]
+        if len(ze_rows):
+            # (trajectory, arm) membership by a left join on the string keys: no Python tuple per row
+            keys = pd.DataFrame({"trajectory_id": items["trajectory_id"].astype(str).to_numpy(),
+                                 "arm": items["arm"].astype(str).to_numpy()})
+            ze_pairs = ze_rows.astype(str).drop_duplicates().assign(_ze=True)
+            joined = keys.merge(ze_pairs, on=["trajectory_id", "arm"], how="left", validate="many_to_one")
+            is_ze = joined["_ze"].notna().to_numpy()
     # bool dtype even when empty (an arm set without item labels, e.g. arm=holistic): an empty object-dtype mask would
     # select columns, not rows
-    pairs = pd.MultiIndex.from_arrays([items["trajectory_id"].astype(str), items["arm"].astype(str)])
-    items["_zero_evidence"] = pd.Series(pairs.isin(list(ze_key)) if ze_key else np.zeros(len(items), bool),
-                                        index=items.index, dtype=bool)
+    items["_zero_evidence"] = pd.Series(is_ze, index=items.index, dtype=bool)
     zes = c["zero_evidence_score"]
     excluded = items[items["_zero_evidence"]] if zes is None else items.iloc[:0]
     items = items[~items["_zero_evidence"]] if zes is None else items
@@ -162,14 +166,15 @@ def item_validity(labels: pd.DataFrame, metrics: pd.DataFrame, cfg: dict[str, An
                             "task's final environment, which the data do not hold; their share is reported separately"),
         "bootstrap": boot, "zero_evidence_score": zes, "benchmarks": {}, "not_applicable": {},
     }
+    every = pd.concat([items, excluded])  # the route shares describe the checklists: zero-evidence pairs included
+    with_assertion = set(every.loc[(every["route"] == "assertion").to_numpy(), "arm"].astype(str))
     for arm in sorted(set(items["arm"].astype(str)) | set(excluded["arm"].astype(str))):
-        if not (pd.concat([items, excluded]).query("arm == @arm")["route"] == "assertion").any():
+        if arm not in with_assertion:
             result["not_applicable"][arm] = "the arm labels no assertion-route items"
     mine_ex = excluded[~excluded["arm"].astype(str).isin(list(result["not_applicable"]))]
     result["zero_evidence_excluded"] = {"n_trajectory_arms": int(mine_ex[["trajectory_id", "arm"]].drop_duplicates().shape[0]),
                                         "n_items": int(len(mine_ex)),
                                         "n_items_with_truth": int(mine_ex["truth_per_test"].isin(["Yes", "No"]).sum())}
-    every = pd.concat([items, excluded])  # the route shares describe the checklists: zero-evidence pairs included
     for scope in scopes:
         in_scope = items if scope == POOLED else items[items["benchmark"] == scope]
         every_in_scope = every if scope == POOLED else every[every["benchmark"] == scope]

@@ -314,6 +314,24 @@ _AUC_DRAWS: collections.OrderedDict[bytes, np.ndarray] = collections.OrderedDict
 _AUC_DRAWS_MAX = 256
 
 
+_DIGESTS: dict[int, tuple[np.ndarray, bytes]] = {}
+
+
+def _weights_digest(weights: np.ndarray) -> bytes:
+    """Digest of a weights matrix (dtype, shape, values); remembered for the read-only matrices of
+    `resample_counts`, which are kept alive by its cache and cannot change."""
+    remembered = _DIGESTS.get(id(weights))
+    if remembered is not None and remembered[0] is weights:
+        return remembered[1]
+    h = hashlib.blake2b(digest_size=32)
+    h.update(f"{weights.dtype.str}{weights.shape}".encode())
+    h.update(np.ascontiguousarray(weights).tobytes())
+    digest = h.digest()
+    if not weights.flags.writeable and weights.base is None and len(_DIGESTS) < 64:
+        _DIGESTS[id(weights)] = (weights, digest)
+    return digest
+
+
 class _AucCells:
     """Rows collapsed to (score level, cluster) cells holding positive and negative counts."""
 
@@ -362,10 +380,10 @@ class _AucCells:
 
     def _key(self, weights: np.ndarray) -> bytes:
         """Digest of everything the draws depend on: the cells (level, cluster, positives, negatives) and the weights."""
-        h = hashlib.sha256()
-        for part in (self.level.astype(np.int64), self.cluster.astype(np.int64), self.pos, self.neg,
-                     np.asarray(weights.shape, dtype=np.int64), np.ascontiguousarray(weights, dtype=np.float64)):
+        h = hashlib.blake2b(digest_size=32)
+        for part in (self.level.astype(np.int64), self.cluster.astype(np.int64), self.pos, self.neg):
             h.update(np.ascontiguousarray(part).tobytes())
+        h.update(_weights_digest(weights))
         return h.digest()
 
     def _auc(self, weights: np.ndarray) -> np.ndarray:

@@ -123,6 +123,11 @@ def _routes(items: pd.DataFrame) -> dict[str, Any]:
     return out
 
 
+def _distinct(column: pd.Series) -> set[str]:
+    """Distinct values as strings (unique first: iterating an Arrow string column row by row is slow)."""
+    return {str(v) for v in column.astype(str).unique().tolist()}
+
+
 def item_validity(labels: pd.DataFrame, metrics: pd.DataFrame, cfg: dict[str, Any] | None = None) -> dict[str, Any]:
     """Per benchmark (and pooled, when there are several) x arm with assertion-route items."""
     c = resolve_analysis(cfg)
@@ -167,8 +172,8 @@ def item_validity(labels: pd.DataFrame, metrics: pd.DataFrame, cfg: dict[str, An
         "bootstrap": boot, "zero_evidence_score": zes, "benchmarks": {}, "not_applicable": {},
     }
     every = pd.concat([items, excluded])  # the route shares describe the checklists: zero-evidence pairs included
-    with_assertion = set(every.loc[(every["route"] == "assertion").to_numpy(), "arm"].astype(str))
-    for arm in sorted(set(items["arm"].astype(str)) | set(excluded["arm"].astype(str))):
+    with_assertion = _distinct(every.loc[(every["route"] == "assertion").to_numpy(), "arm"])
+    for arm in sorted(_distinct(items["arm"]) | _distinct(excluded["arm"])):
         if arm not in with_assertion:
             result["not_applicable"][arm] = "the arm labels no assertion-route items"
     mine_ex = excluded[~excluded["arm"].astype(str).isin(list(result["not_applicable"]))]
@@ -179,7 +184,7 @@ def item_validity(labels: pd.DataFrame, metrics: pd.DataFrame, cfg: dict[str, An
         in_scope = items if scope == POOLED else items[items["benchmark"] == scope]
         every_in_scope = every if scope == POOLED else every[every["benchmark"] == scope]
         per_arm: dict[str, Any] = {}
-        for arm in sorted(set(every_in_scope["arm"].astype(str)) - set(result["not_applicable"])):
+        for arm in sorted(_distinct(every_in_scope["arm"]) - set(result["not_applicable"])):
             mine = in_scope[in_scope["arm"] == arm]
             assertion = mine[mine["route"] == "assertion"]
             truth = assertion[assertion["truth_per_test"].isin(["Yes", "No"])]

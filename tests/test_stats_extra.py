@@ -330,3 +330,20 @@ def test_auc_draws_cached_by_content():
     other = _AucCells(s[::-1].copy(), y, codes, k).auc(counts)
     assert other is not first and not np.array_equal(other, first)
     assert len(_AUC_DRAWS) <= 256
+
+
+def test_write_csv_equals_pandas_to_csv_byte_for_byte(tmp_path):
+    from gcpc.analysis.common import write_csv
+
+    frame = pd.DataFrame({
+        "id": pd.array(["a/b→c", 'quote "x"', "comma, here", "line\nbreak", "", None], dtype="string"),
+        "obj": ["x", "y", None, "z", " w ", "v"],
+        "f": [0.1234567891, np.nan, 1e-9, -2.0, 1e20, 0.5],
+        "i": np.arange(6, dtype=np.int64),
+        "b": [True, False, True, True, False, False],
+    })
+    for f in (frame, frame.iloc[:0], frame[["f"]], frame.assign(mixed=[1, "a", 2.0, None, "b", "c"])):
+        want, got = tmp_path / "want.csv", tmp_path / "got.csv"
+        f.to_csv(want, index=False, float_format="%.6g", lineterminator="\n")
+        write_csv(f, got)
+        assert got.read_bytes() == want.read_bytes()

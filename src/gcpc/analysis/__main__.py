@@ -18,8 +18,8 @@ from gcpc.analysis.rq1 import (
     rq1_table_latex,
     rq1_table_markdown,
 )
-from gcpc.io import atomic_path, write_json, write_text
-from gcpc.analysis.common import resolve_analysis
+from gcpc.io import write_json, write_text
+from gcpc.analysis.common import resolve_analysis, write_csv
 from gcpc.params import load_params, stage_args
 
 INPUT = Path("data/processed/finalize/metrics.parquet")
@@ -54,8 +54,7 @@ def main() -> int:
     write_text(CONDITION_MD, rq1_condition_markdown(result))
     write_text(CONDITION_TEX, rq1_condition_latex(result))
     ROC.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(ROC) as _tmp:
-        roc_points(metrics, cfg).to_csv(_tmp, index=False, float_format="%.6g", lineterminator="\n")
+    write_csv(roc_points(metrics, cfg), ROC)  # = to_csv(index=False, float_format='%.6g'), byte for byte
     print(f"rq1: {result['n_trajectories']} trajectories, {result['n_tasks']} tasks, "
           f"{result['n_excluded_other']} excluded as other -> {RESULT}")
     return 0

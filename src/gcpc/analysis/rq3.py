@@ -37,31 +37,32 @@ import pandas as pd
 
 from gcpc.analysis.annotations import TrajectoryResolver
 from gcpc.analysis.common import (
-    outcome_free_values,
-    zero_evidence_text,
-    write_result_files,
-    active_scores,
     ANALYZE,
     FIGURES,
     INGEST_EXCLUSIONS,
     METRICS,
     REJUDGE,
     TRAJECTORIES,
+    active_scores,
     fmt,
     fmt_p,
     fmt_share,
+    jsonable,
     judge_identity,
     judges_text,
-    jsonable,
     latex_table,
     markdown_table,
+    outcome_free_values,
     read_trajectory_meta,
     resolve_analysis,
     resolve_data_path,
     with_method_arm,
+    write_csv,
+    write_result_files,
+    zero_evidence_text,
 )
 from gcpc.analysis.stats import signed_rank_test
-from gcpc.io import atomic_path, iter_jsonl
+from gcpc.io import iter_jsonl
 
 WITH, WITHOUT, SELF = "with_skills", "without_skills", "self_generated"
 BINARY = ("PASS", "FAIL")
@@ -445,8 +446,7 @@ def run(params: dict[str, Any]) -> dict[str, Any]:
     pairs["task_id"] = pairs["with_id"].map(meta_keys["task_id"]) if len(pairs) else pd.Series(dtype=object)
     deltas = pair_deltas(metrics, pairs, c)
     DELTAS.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(DELTAS) as _tmp:
-        deltas.to_csv(_tmp, index=False, float_format="%.6g", lineterminator="\n")
+    write_csv(deltas, DELTAS)  # = to_csv(index=False, float_format='%.6g'), byte for byte
     save_figure(fig5(deltas, result), FIGURE)
     return result
 

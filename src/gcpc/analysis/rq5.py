@@ -19,7 +19,6 @@
 
 from __future__ import annotations
 
-from gcpc.io import atomic_path
 import json
 import sys
 from typing import Any
@@ -28,26 +27,27 @@ import numpy as np
 import pandas as pd
 
 from gcpc.analysis.common import (
-    outcome_free_values,
-    zero_evidence_count_text,
-    zero_evidence_counts,
-    zero_evidence_text,
-    write_result_files,
-    active_scores,
     ANALYZE,
     FIGURES,
     METRICS,
     REJUDGE,
+    active_scores,
     first_existing,
     fmt,
     fmt_ci,
     fmt_p,
-    judge_identity,
     jsonable,
+    judge_identity,
     latex_table,
     markdown_table,
+    outcome_free_values,
     resolve_analysis,
     with_method_arm,
+    write_csv,
+    write_result_files,
+    zero_evidence_count_text,
+    zero_evidence_counts,
+    zero_evidence_text,
 )
 from gcpc.analysis.stats import UndefinedStatistic, alpha_bootstrap, clustered_spearman_bootstrap, reliability_matrix, sign_test
 
@@ -364,8 +364,7 @@ def run(params: dict[str, Any]) -> dict[str, Any]:
             frames.append(p.assign(benchmark=bench))
     pairs = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["task_id", "pass_id", "fail_id", "delta", "benchmark"])
     PAIRS.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(PAIRS) as _tmp:
-        pairs.to_csv(_tmp, index=False, float_format="%.6g", lineterminator="\n")
+    write_csv(pairs, PAIRS)  # = to_csv(index=False, float_format='%.6g'), byte for byte
     save_figure(rq5_figure(result, rs, pairs, c), FIGURE)
     return result
 

@@ -157,10 +157,14 @@ def _frame(scores: dict[str, float | None], meta: pd.DataFrame, zes: float | Non
     """Scores of one setting as an analysis frame. Paper §4 (zes None): zero-evidence trajectories are
     excluded in every cell, even where the outcome step gives them a defined score, so all cells of
     an arm use the same trajectories; the variant zes fills undefined scores instead."""
-    by_id = pd.Series(scores, dtype=float)  # None -> NaN; one vectorized lookup instead of a dict lookup per row
-    f = meta[meta["trajectory_id"].isin(by_id.index).to_numpy()][["trajectory_id", "task_id", "outcome"]].copy()
-    f["score"] = f["trajectory_id"].map(by_id).astype(float)
-    f["undefined"] = f["score"].isna() | f["trajectory_id"].isin(zero_evidence)
+    # hash lookups on object-dtype indexes: Arrow string `isin` builds one Python scalar per looked-up value
+    ids = meta["trajectory_id"].to_numpy(dtype=object)
+    at = pd.Index(list(scores), dtype=object).get_indexer(ids)
+    present = at >= 0
+    f = meta[present][["trajectory_id", "task_id", "outcome"]].copy()
+    f["score"] = np.array(list(scores.values()), dtype=float)[at[present]] if len(f) else np.zeros(0)  # None -> NaN
+    ze = pd.Index(list(zero_evidence), dtype=object).get_indexer(ids[present]) >= 0
+    f["undefined"] = f["score"].isna().to_numpy() | ze
     n_excluded = int(f["undefined"].sum())
     if zes is not None:
         f["score"] = f["score"].fillna(zes)

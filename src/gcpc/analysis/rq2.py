@@ -279,7 +279,7 @@ def rq2(metrics: pd.DataFrame, ann: Annotations | None, cfg: dict[str, Any] | No
              for q in PROGRESS}
     methods = []
     for name, vals in method_scores(metrics, c).items():
-        lookup = dict(zip(vals["trajectory_id"], vals["value"], strict=True))
+        lookup = dict(zip(vals["trajectory_id"].tolist(), vals["value"].tolist(), strict=True))  # not row by row over Arrow
         entry: dict[str, Any] = {"method": name, "arm": vals["arm"].iloc[0] if len(vals) else None,
                                  "score": vals["score"].iloc[0] if len(vals) else None,
                                  "judge": judges.get(str(vals["arm"].iloc[0])) if len(vals) and vals["arm"].iloc[0] else None}
@@ -410,7 +410,7 @@ def run(params: dict[str, Any]) -> dict[str, Any]:
     source_paths = None
     if ann is not None and TRAJECTORIES.exists():
         meta = read_trajectory_meta(TRAJECTORIES)
-        source_paths = dict(zip(meta["source_path"].astype(str), meta["trajectory_id"].astype(str), strict=True))
+        source_paths = dict(zip(meta["source_path"].astype(str).tolist(), meta["trajectory_id"].astype(str).tolist(), strict=True))
     labels = pd.read_parquet(LABELS) if LABELS.exists() else None
     result = rq2(metrics, ann, cfg, source_paths=source_paths, labels=labels, unavailable=why)
     write_result_files("rq2", result, compact(result), table2_markdown(result), table2_latex(result), TABLE_MD.stem)

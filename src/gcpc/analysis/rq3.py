@@ -119,7 +119,8 @@ def form_pairs(meta: pd.DataFrame, cfg: dict[str, Any], explicit: list[tuple[str
     by_id = meta.set_index("trajectory_id", drop=False)
     pairs: list[tuple[str, str]] = []
     if explicit is not None:
-        sp = dict(zip(meta["source_path"].astype(str), meta["trajectory_id"].astype(str), strict=True)) if "source_path" in meta else None
+        sp = dict(zip(meta["source_path"].astype(str).tolist(), meta["trajectory_id"].astype(str).tolist(), strict=True)) \
+            if "source_path" in meta else None
         resolver = TrajectoryResolver(meta["trajectory_id"].astype(str).tolist(), sp)
         used: set[str] = set()
         for ref1, ref2 in explicit:
@@ -324,8 +325,9 @@ def rq3(metrics: pd.DataFrame, meta: pd.DataFrame, cfg: dict[str, Any] | None = 
     c["scores"] = active_scores(metrics, c)
     r3 = c["rq3"]
     thr = float(r3["threshold"])
-    scored = set(metrics["trajectory_id"].astype(str))
-    meta = meta[meta["trajectory_id"].astype(str).isin(scored)]
+    scored = pd.Index(metrics["trajectory_id"].astype(str).unique().tolist(), dtype=object)
+    # a hash lookup on object dtype: Arrow string isin builds one Python scalar per value looked up
+    meta = meta[scored.get_indexer(meta["trajectory_id"].astype(str).to_numpy(dtype=object)) >= 0]
     pairs, excluded = form_pairs(meta, r3, explicit_pairs, ingest_excluded)
     deltas = pair_deltas(metrics, pairs, c)
     result: dict[str, Any] = {
@@ -347,8 +349,9 @@ def rq3(metrics: pd.DataFrame, meta: pd.DataFrame, cfg: dict[str, Any] | None = 
             entry["transitions"][t]["n_excluded"] = int((g["transition"] == t).sum() - (ok["transition"] == t).sum())
         result["arms"].setdefault(str(arm), {})[str(score)] = entry
     result["noise_floor"] = noise_floor(rejudge_scores, c, thr, rejudge_summary)
-    result["pairs"] = [{"with_id": r.with_id, "without_id": r.without_id, "transition": r.transition}
-                       for r in pairs.itertuples(index=False)]
+    result["pairs"] = [{"with_id": w, "without_id": wo, "transition": t}
+                       for w, wo, t in zip(pairs["with_id"].tolist(), pairs["without_id"].tolist(), pairs["transition"].tolist(),
+                                           strict=True)]
     return jsonable(result)
 
 

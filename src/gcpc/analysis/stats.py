@@ -327,7 +327,7 @@ def _weights_digest(weights: np.ndarray) -> bytes:
     h.update(f"{weights.dtype.str}{weights.shape}".encode())
     h.update(np.ascontiguousarray(weights).tobytes())
     digest = h.digest()
-    if not weights.flags.writeable and weights.base is None and len(_DIGESTS) < 64:
+    if not weights.flags.writeable and weights.base is None and len(_DIGESTS) < 32:  # as many as resample_counts keeps
         _DIGESTS[id(weights)] = (weights, digest)
     return digest
 
@@ -388,7 +388,8 @@ class _AucCells:
 
     def _auc(self, weights: np.ndarray) -> np.ndarray:
         m = self._pair_matrix()
-        if m is None or not np.array_equal(weights, np.round(weights)):
+        integral = np.issubdtype(weights.dtype, np.integer) or np.array_equal(weights, np.round(weights))
+        if m is None or not integral:
             return self.auc_by_cells(weights)
         out = np.empty(weights.shape[0])
         for sl in _chunks(weights.shape[0], 2 * self.n_clusters):

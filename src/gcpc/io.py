@@ -3,7 +3,7 @@
 Every output is written whole or not at all: to a unique temporary file beside the target, then
 renamed over it (`atomic_path`), so a killed stage never leaves a truncated file for the next
 reader, and two processes never collide on one temporary name. Text written through here passes
-through `gcpc.llm.secrets.redact` (API keys never reach an output, even inside a model answer).
+through `gcpc.secrets.redact` (API keys never reach an output, even inside a model answer).
 A JSONL reader refuses a file whose last line has no newline (a truncated file) instead of
 returning its prefix.
 """
@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
+
+from gcpc.secrets import active, redact
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -80,12 +82,6 @@ def sha256_text(text: str) -> str:
 
 def content_hash(obj: Any) -> str:
     return sha256_text(canonical_json(obj))
-
-
-def _redact(text: str) -> str:
-    from gcpc.llm.secrets import redact  # late: gcpc.llm imports this module
-
-    return redact(text)
 
 
 @contextmanager
@@ -207,14 +203,12 @@ def read_models(path: str | Path, model: type[M]) -> list[M]:
 
 def write_jsonl_lines(fh: Any, records: Iterable[Any]) -> int:
     """Append records to an open text file exactly as `write_jsonl` writes them (for a file written in pieces)."""
-    from gcpc.llm.secrets import active  # late: gcpc.llm imports this module
-
     n = 0
     for rec in records:
         if _size_hint(rec) > LARGE_RECORD and not active():
             _write_events_streamed(fh, rec)
         else:
-            fh.write(_redact(canonical_json(rec)) + "\n")
+            fh.write(redact(canonical_json(rec)) + "\n")
         n += 1
     return n
 
@@ -227,7 +221,7 @@ def write_json(path: str | Path, obj: Any) -> None:
 
 def write_text(path: str | Path, text: str) -> None:
     with atomic_path(path) as tmp:
-        tmp.write_text(_redact(text), encoding="utf-8", newline="\n")
+        tmp.write_text(redact(text), encoding="utf-8", newline="\n")
 
 
 def write_bytes(path: str | Path, data: bytes) -> None:

@@ -7,6 +7,8 @@ bootstrap (same seed => same task resamples => same draws).
 
 from __future__ import annotations
 
+import collections
+
 import krippendorff
 import numpy as np
 import pandas as pd
@@ -18,6 +20,7 @@ from gcpc.analysis.stats import (
     alpha_bootstrap,
     auc,
     auc_statistic,
+    binomial_two_sided_half,
     clustered_auc_bootstrap,
     clustered_bootstrap,
     clustered_mean_difference,
@@ -188,9 +191,58 @@ def test_signed_rank_test_matches_scipy(seed):
     rng = np.random.default_rng(seed)
     d = np.round(rng.normal(0.1, 0.3, 25), 1)
     ref = wilcoxon(d[d != 0], zero_method="wilcox")
-    ours = signed_rank_test(d)
+    ours = signed_rank_test(d[d != 0])
     assert ours["p_value"] == pytest.approx(ref.pvalue) and ours["statistic"] == pytest.approx(ref.statistic)
-    assert ours["n"] == 25 and ours["n_nonzero"] == int((d != 0).sum())
+    full = signed_rank_test(d)
+    assert full["n"] == 25 and full["n_nonzero"] == int((d != 0).sum())
+
+
+def test_signed_rank_test_is_scipys_wilcoxon_bit_for_bit():
+    """Every regime of scipy's method 'auto' (exact up to 50 without ties/zeros, sign-flip enumeration
+    up to 13 with them, normal approximation otherwise), with zeros kept in the input as the stage
+    passes them: the same floats, not just close ones."""
+    rng = np.random.default_rng(0)
+    draws = {"continuous": lambda n: rng.normal(0.2, 1, n), "ties": lambda n: np.round(rng.normal(0.1, 0.3, n), 1),
+             "zeros": lambda n: np.round(rng.normal(0.0, 0.2, n), 1), "integers": lambda n: rng.integers(-3, 4, n).astype(float)}
+    regimes = collections.Counter()
+    for draw in draws.values():
+        for n in [1, 2, 3, 5, 8, 12, 13, 14, 20, 49, 50, 51, 64]:
+            for _ in range(6):
+                d = draw(n)
+                if not (d != 0).any():
+                    continue
+                ref = wilcoxon(d, zero_method="wilcox")
+                ours = signed_rank_test(d)
+                assert ours["p_value"] == float(ref.pvalue), (n, d.tolist())
+                assert ours["statistic"] == float(ref.statistic), (n, d.tolist())
+                nz = d[d != 0]
+                plain = len(np.unique(np.abs(nz))) == nz.size and nz.size == n
+                regimes["exact" if n <= 50 and plain else "flips" if n <= 13 else "normal"] += 1
+    assert min(regimes.values()) >= 20 and len(regimes) == 3, regimes
+
+
+def test_sign_test_p_is_exact_and_agrees_with_binomtest():
+    from fractions import Fraction
+
+    for n in range(1, 90):
+        for k in range(n + 1):
+            ref = binomtest(k, n, 0.5).pvalue
+            assert binomial_two_sided_half(k, n) == pytest.approx(ref, rel=1e-12, abs=0)
+    # exact: 2 * (1 + 10 + 45) / 2**10, correctly rounded
+    assert binomial_two_sided_half(2, 10) == float(Fraction(2 * 56, 1024))
+    with pytest.raises(ValueError):
+        binomial_two_sided_half(3, 2)
+
+
+def test_the_paired_tests_do_not_import_scipy_stats():
+    """They exist so that rq3 and rq5 skip scipy.stats' import (over a second per stage process)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from gcpc.analysis.stats import signed_rank_test, sign_test; "
+            "signed_rank_test([0.1, -0.2, 0.3, 0.0, 0.3] * 4); signed_rank_test([0.5, 1.5, -0.25]); "
+            "signed_rank_test([0.1] * 60); sign_test([1, -1, 1]); print('scipy.stats' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
 
 
 def test_signed_rank_and_sign_test_hand_cases():

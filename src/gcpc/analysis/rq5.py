@@ -13,7 +13,7 @@
 * Same-task PASS/FAIL pair diagnosis, per benchmark (Terminal-Bench rows flagged), paper §4.4: one
   pair per task (`analysis.rq5.pairs_per_task`, seeded), drawn from decidable trajectories only
   (zero-evidence logs excluded); Δ = score(PASS) − score(FAIL); counts higher / lower / tied, median Δ,
-  and the exact two-sided sign test (scipy binomtest) on untied pairs. With `pairs_per_task: null`
+  and the exact two-sided sign test (binomial, p = 1/2) on untied pairs. With `pairs_per_task: null`
   every PASS x FAIL pair counts and the test is also given with one vote per task (the sign of its mean Δ).
 """
 

@@ -803,29 +803,113 @@ def reliability_matrix(frame: pd.DataFrame, unit: str | list[str], coder: str, v
 # ---------------------------------------------------------------------------------------------
 
 
+WILCOXON_EXACT_MAX = 50
+"""scipy.stats.wilcoxon (method 'auto'): the exact null distribution up to 50 differences without ties
+or zeros; above, the normal approximation."""
+WILCOXON_PERMUTATION_MAX = 13
+"""With ties or zeros, scipy enumerates every sign flip (2**n <= its 9,999 permutations) up to 13."""
+
+
 def signed_rank_test(deltas: Any) -> dict[str, Any]:
-    """Two-sided Wilcoxon signed-rank test of paired differences (scipy; zeros dropped, 'wilcox').
+    """Two-sided Wilcoxon signed-rank test of paired differences, zeros dropped ('wilcox').
 
-    Returns a JSON-ready dict; p is None with a reason when the test is undefined (no non-zero delta).
+    The result of `scipy.stats.wilcoxon(d, zero_method="wilcox")` with its default method 'auto'
+    (exact distribution, exact sign-flip enumeration, or normal approximation; see `_wilcoxon_p`),
+    computed here without importing scipy.stats (over a second in every stage process that needs it;
+    tests compare with scipy). Returns a JSON-ready dict; p is None with a reason when the test is
+    undefined (no non-zero delta).
     """
-    from scipy.stats import wilcoxon
-
     d = np.asarray(deltas, dtype=float)
     d = d[~np.isnan(d)]
     out: dict[str, Any] = {"n": int(d.size), "n_nonzero": int((d != 0).sum()), "statistic": None, "p_value": None}
     if out["n_nonzero"] == 0:
         out["skipped"] = "no non-zero difference" if d.size else "no pairs"
         return out
-    res = wilcoxon(d, zero_method="wilcox", alternative="two-sided")
-    out["statistic"] = float(res.statistic)
-    out["p_value"] = float(res.pvalue)
+    statistic, p = _wilcoxon_p(d)
+    out["statistic"] = statistic
+    out["p_value"] = p
     return out
 
 
-def sign_test(deltas: Any) -> dict[str, Any]:
-    """Counts of positive / negative / zero differences and the exact two-sided sign test (binomtest)."""
-    from scipy.stats import binomtest
+def _wilcoxon_p(d: np.ndarray) -> tuple[float, float]:
+    """(min(W+, W-), two-sided p) as scipy 1.17's wilcoxon computes them, step for step, so the floats
+    are the same: W+ sums the average ranks of |d| over positive d, zeros left out of the ranking.
 
+    * no ties and no zeros, n <= 50: the exact distribution of W+ (scipy's float recursion and sums);
+    * ties or zeros, n <= 13 (n counts zeros): every one of the 2**n sign flips, p = share of flips at
+      least as extreme (counts over a power of two: exact);
+    * otherwise: z = (W+ - mean) / sd with the tie correction, p = 2 * Phi(-|z|), no continuity correction.
+    """
+    nonzero = d[d != 0]
+    a = np.abs(nonzero)
+    ranks = average_ranks(a)
+    _, ties = np.unique(a, return_counts=True)
+    w_plus = float(ranks[nonzero > 0].sum())
+    w_minus = float(ranks[nonzero < 0].sum())
+    statistic = min(w_plus, w_minus)
+    n, m = d.size, nonzero.size
+    has_ties = bool((ties > 1).any())
+    zeros = n > m
+    if n <= WILCOXON_EXACT_MAX and not (has_ties or zeros):
+        pmf = _wilcoxon_pmf(n)
+        mean = n * (n + 1) / 4
+        p = 2 * min(_wilcoxon_sf(pmf, math.floor(w_plus), mean), _wilcoxon_cdf(pmf, math.ceil(w_plus), mean))
+        return statistic, float(min(max(p, 0.0), 1.0))
+    if n <= WILCOXON_PERMUTATION_MAX:
+        # W+ over all sign patterns of the non-zero differences, in half-rank units (integers);
+        # each zero doubles every pattern, which cancels in the shares
+        doubled = np.rint(2 * ranks).astype(np.int64)
+        counts = np.zeros(int(doubled.sum()) + 1, dtype=np.int64)
+        counts[0] = 1
+        for r in doubled:
+            counts[r:] = counts[r:] + counts[: counts.size - r].copy()
+        observed = int(round(2 * w_plus))
+        total = float(2 ** n)
+        scale = 2 ** (n - m)
+        less = float(int(counts[: observed + 1].sum()) * scale) / total
+        greater = float(int(counts[observed:].sum()) * scale) / total
+        return statistic, float(min(max(min(less, greater) * 2, 0.0), 1.0))
+    from scipy.special import ndtr  # scipy.special alone imports in a fraction of scipy.stats' time
+
+    count = float(m)
+    mn = count * (count + 1.0) * 0.25
+    se = count * (count + 1.0) * (2.0 * count + 1.0)
+    t = ties.astype(np.float64)
+    tie_correct = float(np.sum(t ** 3 - t))
+    se = math.sqrt((se - tie_correct / 2) / 24)
+    z = (w_plus - mn) / se
+    return statistic, float(2 * ndtr(-abs(z)))
+
+
+@functools.lru_cache(maxsize=64)
+def _wilcoxon_pmf(n: int) -> np.ndarray:
+    """P(W+ = r), r = 0..n(n+1)/2, by scipy's recursion (`_get_wilcoxon_distr`), the same floats."""
+    c = np.ones(1, dtype=np.float64)
+    for k in range(1, n + 1):
+        prev = c
+        c = np.zeros(k * (k + 1) // 2 + 1, dtype=np.float64)
+        m = len(prev)
+        c[:m] = prev * 0.5
+        c[-m:] += prev * 0.5
+    c.setflags(write=False)
+    return c
+
+
+def _wilcoxon_cdf(pmf: np.ndarray, k: int, mean: float) -> float:
+    return float(pmf[: k + 1].sum()) if k <= mean else float(1 - pmf[k + 1:].sum())
+
+
+def _wilcoxon_sf(pmf: np.ndarray, k: int, mean: float) -> float:
+    return float(pmf[k:].sum()) if k <= mean else float(1 - pmf[:k].sum())
+
+
+def sign_test(deltas: Any) -> dict[str, Any]:
+    """Counts of positive / negative / zero differences and the exact two-sided sign test.
+
+    p = min(1, 2 * P(X <= min(k, n - k))), X ~ Binomial(n, 1/2), in exact integer arithmetic: what
+    `scipy.stats.binomtest(k, n, 0.5)` computes (to its float rounding; tests compare), without
+    importing scipy.stats.
+    """
     d = np.asarray(deltas, dtype=float)
     d = d[~np.isnan(d)]
     higher, lower = int((d > 0).sum()), int((d < 0).sum())
@@ -834,8 +918,21 @@ def sign_test(deltas: Any) -> dict[str, Any]:
     if higher + lower == 0:
         out["skipped"] = "no untied pair" if d.size else "no pairs"
         return out
-    out["p_value"] = float(binomtest(higher, higher + lower, 0.5, alternative="two-sided").pvalue)
+    out["p_value"] = binomial_two_sided_half(higher, higher + lower)
     return out
+
+
+def binomial_two_sided_half(k: int, n: int) -> float:
+    """Exact two-sided binomial test p-value of k successes in n trials at p = 1/2 (binomtest's rule:
+    outcomes no more likely than k; at p = 1/2 those are the two tails), correctly rounded."""
+    from fractions import Fraction
+
+    if not 0 <= k <= n or n < 1:
+        raise ValueError(f"need 0 <= k <= n and n >= 1, got k={k}, n={n}")
+    if 2 * k == n:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(k, n - k) + 1))
+    return float(min(Fraction(1), Fraction(2 * tail, 2 ** n)))
 
 
 def preference_agreement(score_a: Any, score_b: Any, preferred: Any) -> dict[str, Any]:

@@ -17,7 +17,6 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
@@ -68,7 +67,7 @@ def forest_plot(result: dict[str, Any], judge: str | None = None) -> Figure:
     """AUC point and CI bar per arm x score, against the 0.5 chance line."""
     entries = ordered_entries(result)
     level = int(round(100 * result["config"]["bootstrap"]["ci"]))
-    with plt.rc_context(RC):
+    with matplotlib.rc_context(RC):
         fig = Figure(figsize=(6.0, 0.45 * max(len(entries), 2) + 1.2), dpi=DPI)
         ax = fig.add_subplot()
         ys = np.arange(len(entries))[::-1]
@@ -109,7 +108,7 @@ def score_by_outcome_plot(metrics: pd.DataFrame, cfg: dict[str, Any] | None = No
     words = labeler_for(arm_kinds(metrics), arms, c.get("primary_arm"))
     scores = c["scores"]
     rng = np.random.default_rng(seed)
-    with plt.rc_context(RC):
+    with matplotlib.rc_context(RC):
         fig = Figure(figsize=(2.8 * len(scores) + 0.6, 2.4 * max(len(arms), 1) + 0.4), dpi=DPI)
         axes = fig.subplots(max(len(arms), 1), len(scores), squeeze=False, sharey=True)
         for i, arm in enumerate(arms):
@@ -162,7 +161,7 @@ def save_figure(fig: Figure, stem: str | Path) -> list[Path]:
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     png, pdf = stem.with_suffix(".png"), stem.with_suffix(".pdf")
-    with plt.rc_context(RC):
+    with matplotlib.rc_context(RC):
         with atomic_path(png) as _tmp:
             fig.savefig(_tmp, dpi=DPI, format="png", metadata=PNG_METADATA)
         with atomic_path(pdf) as _tmp:
@@ -243,7 +242,7 @@ def fig4(result: dict[str, Any], judges: dict[str, str] | None = None) -> Figure
 
     blind = rows_of(lambda s: s not in OUTCOME_USING_SCORES)
     using = rows_of(lambda s: s in OUTCOME_USING_SCORES)
-    with plt.rc_context(RC):
+    with matplotlib.rc_context(RC):
         height = 0.32 * max(len(paired), len(blind), len(using), 3) + 1.6
         fig = Figure(figsize=(14.0, height), dpi=DPI)
         ax_a, ax_b, ax_c = fig.subplots(1, 3, gridspec_kw={"width_ratios": [1, 1, 1], "wspace": 1.0})
@@ -274,7 +273,7 @@ def fig4(result: dict[str, Any], judges: dict[str, str] | None = None) -> Figure
 
 def rq2_figure(result: dict[str, Any]) -> Figure:
     """RQ2: (a) agreement with Q2 preferences per method, (b) Spearman ρ with the mean Q1 rating."""
-    with plt.rc_context(RC):
+    with matplotlib.rc_context(RC):
         if not result.get("available"):
             fig = Figure(figsize=(6.0, 2.2), dpi=DPI)
             _note_panel(fig.add_subplot(), _wrap(f"RQ2 not available: {result.get('reason')}", 60))
@@ -316,7 +315,7 @@ def fig5(deltas: pd.DataFrame, result: dict[str, Any], seed: int = 0) -> Figure:
     transitions = ["FAIL→FAIL", "FAIL→PASS", "PASS→FAIL", "PASS→PASS"]
     rng = np.random.default_rng(seed)
     nf = result.get("noise_floor") or {}
-    with plt.rc_context(RC):
+    with matplotlib.rc_context(RC):
         fig = Figure(figsize=(3.4 * max(len(scores), 1) + 0.6, 3.4), dpi=DPI)
         axes = fig.subplots(1, max(len(scores), 1), squeeze=False)[0]
         if not scores:
@@ -352,7 +351,7 @@ def fig5(deltas: pd.DataFrame, result: dict[str, Any], seed: int = 0) -> Figure:
 
 def rq4_figure(result: dict[str, Any]) -> Figure:
     """RQ4: (a) PASS − FAIL separation in the endpoint × propagation 2 × 2 per arm, (b) evidence replacement."""
-    with plt.rc_context(RC):
+    with matplotlib.rc_context(RC):
         fig = Figure(figsize=(10.0, 3.6), dpi=DPI)
         ax_a, ax_b = fig.subplots(1, 2, gridspec_kw={"wspace": 0.35})
         arms = sorted(result["panel_b"])
@@ -405,7 +404,7 @@ def rq4_figure(result: dict[str, Any]) -> Figure:
 def rq5_figure(result: dict[str, Any], rejudge_scores: pd.DataFrame | None, pairs: pd.DataFrame, cfg: dict[str, Any]) -> Figure:
     """RQ5: (a) judge swap, primary vs second judge per trajectory (plain GCPC); (b) same-task PASS − FAIL Δ per benchmark."""
     zes = cfg.get("zero_evidence_score")
-    with plt.rc_context(RC):
+    with matplotlib.rc_context(RC):
         fig = Figure(figsize=(10.0, 3.6), dpi=DPI)
         ax_a, ax_b = fig.subplots(1, 2, gridspec_kw={"wspace": 0.3})
         sw = result["judge_swap"]

@@ -119,3 +119,21 @@ def test_rq_figures_render_when_inputs_are_missing(tmp_path):
         assert png.read_bytes().startswith(b"\x89PNG") and pdf.read_bytes().startswith(b"%PDF"), name
     texts = " ".join(t.get_text() for ax in figs["rq2"].axes for t in ax.texts)
     assert "annotation file x not found" in texts.replace("\n", " ")
+
+
+def test_score_by_outcome_samples_points_of_large_groups_but_boxes_all(monkeypatch):
+    import gcpc.report.figures as figures
+
+    monkeypatch.setattr(figures, "MAX_POINTS", 40)
+    m = make_metrics(n_tasks=20, per_task=12)
+    res = rq1(m, FAST)
+    fig = score_by_outcome_plot(m, res["config"])
+    ax = fig.axes[0]  # first arm, first score
+    points = sum(len(c.get_offsets()) for c in ax.collections)
+    assert points == 2 * 40  # FAIL and PASS groups each hold more than 40 values
+    labels = [t.get_text() for t in ax.get_xticklabels()]
+    ns = [int(s.split("n=")[1].rstrip(")")) for s in labels]
+    assert min(ns) > 40  # the counts stay those of every value
+    assert "seeded sample of 40" in fig._suptitle.get_text()
+    small = score_by_outcome_plot(make_metrics(), rq1(make_metrics(), FAST)["config"])
+    assert small._suptitle is None  # below the cap every point is drawn, as before

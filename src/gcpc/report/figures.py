@@ -94,8 +94,13 @@ def forest_plot(result: dict[str, Any], judge: str | None = None) -> Figure:
     return fig
 
 
+MAX_POINTS = 2_000
+"""Points drawn per outcome group in `score_by_outcome_plot`; above it a seeded sample (the box and n
+stay over every value). 13,000 overlapping markers read as one blob and cost seconds to render."""
+
+
 def score_by_outcome_plot(metrics: pd.DataFrame, cfg: dict[str, Any] | None = None, seed: int = 0) -> Figure:
-    """Box + jittered points of each score by PASS/FAIL, one row per arm.
+    """Box + jittered points of each score by PASS/FAIL, one row per arm (at most MAX_POINTS points per box).
 
     Uses the same filtering and zero-evidence filling as rq1 so the picture matches the AUCs.
     """
@@ -111,6 +116,7 @@ def score_by_outcome_plot(metrics: pd.DataFrame, cfg: dict[str, Any] | None = No
     with matplotlib.rc_context(RC):
         fig = Figure(figsize=(2.8 * len(scores) + 0.6, 2.4 * max(len(arms), 1) + 0.4), dpi=DPI)
         axes = fig.subplots(max(len(arms), 1), len(scores), squeeze=False, sharey=True)
+        sampled = False
         for i, arm in enumerate(arms):
             arm_rows = rows[rows["arm"] == arm]
             for j, score in enumerate(scores):
@@ -134,8 +140,12 @@ def score_by_outcome_plot(metrics: pd.DataFrame, cfg: dict[str, Any] | None = No
                     ax.boxplot([g], positions=[k], widths=0.5, showfliers=False,
                                medianprops={"color": "0.1"}, boxprops={"color": "0.3"},
                                whiskerprops={"color": "0.3"}, capprops={"color": "0.3"})
-                    x = k + rng.uniform(-0.15, 0.15, size=g.size)
                     hollow = filled[sel]
+                    if g.size > MAX_POINTS:  # box over every value, points a seeded sample of them
+                        shown = np.sort(rng.choice(g.size, MAX_POINTS, replace=False))
+                        g, hollow = g[shown], hollow[shown]
+                        sampled = True
+                    x = k + rng.uniform(-0.15, 0.15, size=g.size)
                     ax.scatter(x[~hollow], g[~hollow], s=8, alpha=0.6, color=color, linewidths=0, zorder=3,
                                rasterized=True)
                     # zero-evidence logs carry an imputed score: drawn hollow so they are not mistaken for data
@@ -152,6 +162,9 @@ def score_by_outcome_plot(metrics: pd.DataFrame, cfg: dict[str, Any] | None = No
                 ax.set_title(title, fontsize=8)
                 if j == 0:
                     ax.set_ylabel("score")
+        if sampled:
+            fig.suptitle(f"boxes over all values; points: a seeded sample of {MAX_POINTS:,} where a group has more",
+                         fontsize=8, color="0.35")
         fig.tight_layout()
     return fig
 

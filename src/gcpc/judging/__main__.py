@@ -4,8 +4,7 @@ import argparse
 import sys
 
 from gcpc import paths
-from gcpc.io import iter_jsonl
-from gcpc.judging.stage import run
+from gcpc.judging.stage import judge_stage
 from gcpc.llm.budget import FailureBudgetExceeded
 from gcpc.params import load_params, parse_args
 
@@ -15,8 +14,7 @@ if __name__ == "__main__":
     parser.add_argument("--params", default="params.yaml")
     args = parse_args(parser)
     try:
-        run(load_params(args.params), args.arm, paths.INGEST, paths.SYNTHESIZE, paths.judge_dir(args.arm), collect=False)
+        counts = judge_stage(load_params(args.params), args.arm, paths.INGEST, paths.SYNTHESIZE, paths.judge_dir(args.arm))
     except FailureBudgetExceeded as exc:
         sys.exit(f"error: {exc}")
-    status = [j["status"] for j in iter_jsonl(paths.judge_dir(args.arm) / "judgments.jsonl")]
-    print(f"judge[{args.arm}]: {status.count('ok')}/{len(status)} trajectories judged -> {paths.judge_dir(args.arm)}")
+    print(f"judge[{args.arm}]: {counts.ok}/{counts.written} trajectories judged -> {paths.judge_dir(args.arm)}")

@@ -78,10 +78,26 @@ CHUNK_BYTES (a few large logs make a chunk alone), so a stage holds a bounded sl
 concurrent modes; batch mode takes them all at once, so requests go into the fewest batches)."""
 
 
+@dataclass(frozen=True)
+class StageCounts:
+    """Judgments written by a judge stage, and how many of them are ok."""
+
+    ok: int
+    written: int
+
+
 def run(params: dict[str, Any], arm_name: str, ingest_dir: Path, synth_dir: Path, out_dir: Path, *, progress: bool = True,
         collect: bool = True, chunk: int | None = None) -> list[Judgment]:
     """The stage: judgments.jsonl (+ llm_calls.jsonl) in out_dir. Returns the judgments (read back from the
     file; `collect=False` returns [] and holds none)."""
+    judge_stage(params, arm_name, ingest_dir, synth_dir, out_dir, progress=progress, chunk=chunk)
+    return read_models(out_dir / "judgments.jsonl", Judgment) if collect else []
+
+
+def judge_stage(params: dict[str, Any], arm_name: str, ingest_dir: Path, synth_dir: Path, out_dir: Path, *,
+                progress: bool = True, chunk: int | None = None) -> StageCounts:
+    """`run` without reading the judgments back: the counts of what was written (a second parse of a
+    paper-scale judgments.jsonl only to count it is minutes)."""
     arm = arm_spec(params, arm_name)
     reads = ARM_KINDS[arm.kind].reads
     checklists = ({(c.benchmark, c.task_id): c for c in read_models(synth_dir / "checklists.jsonl", Checklist)}
@@ -104,7 +120,7 @@ def run(params: dict[str, Any], arm_name: str, ingest_dir: Path, synth_dir: Path
             _judge_to_file(arm, trajectories, out_dir / "judgments.jsonl", budget, size, max_bytes, llm_cfg=llm_cfg,
                            client=client, checklists=checklists, tasks=tasks)
         budget.check(llm_cfg, stage=f"judge[{arm_name}]")  # floors make no request, so they have nothing to fail
-    return read_models(out_dir / "judgments.jsonl", Judgment) if collect else []
+    return StageCounts(ok=budget.ok, written=budget.written)
 
 
 @dataclass
@@ -114,9 +130,13 @@ class _Budget:
 
     asked: int = 0
     failed: list[tuple[str, str | None, str | None]] = field(default_factory=list)  # (trajectory id, request key, error)
+    written: int = 0
+    ok: int = 0
 
     def add(self, judgments: Sequence[Judgment]) -> None:
+        self.written += len(judgments)
         for j in judgments:
+            self.ok += j.status == "ok"
             if j.status in ("ok", "failed"):
                 self.asked += 1
                 if j.status == "failed":

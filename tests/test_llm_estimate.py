@@ -52,6 +52,22 @@ def test_price_requests_caching_rule(min_cache, cached):
     assert out["cost"]["batch_cached"] == pytest.approx(expect, abs=1e-6)
 
 
+def test_any_layout_floor_bounds_the_cached_cost_from_below():
+    """Prompts under the minimum count at the input price, the others at the cache-read price, outputs always:
+    no order of a request's parts can cost less, so the floor is never above the priced batch + caching."""
+    long_prefix, short = "word " * 600, "word " * 20
+    requests = [req(long_prefix, f"log {n} " * 50) for n in range(3)] + [req(short, f"tiny {n}") for n in range(2)]
+    min_cache = 500
+    out = price_requests(requests, {"prices": PRICES, "min_cacheable_tokens": min_cache})
+    sizes = [sum(count_tokens(m.content) for m in r.messages) for r in requests]
+    below = sum(n for n in sizes if n < min_cache)
+    assert out["input_tokens_in_prompts_below_min_cacheable"] == below == sum(sizes[3:])
+    tout = sum(output_tokens(r) for r in requests)
+    floor = (below * 1.0 + (sum(sizes) - below) * 0.1 + tout * 5.0) / 1e6 / 2
+    assert out["cost"]["any_layout_floor_over_sync"] == pytest.approx(floor / out["cost"]["sync"], abs=1e-4)
+    assert out["cost"]["any_layout_floor_over_sync"] <= out["cost"]["batch_cached_over_sync"]
+
+
 def test_no_prices_no_cost():
     assert price_requests([req("a", "b")], {"prices": None})["cost"] is None
 

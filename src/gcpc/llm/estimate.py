@@ -21,6 +21,9 @@ per response type (`OUTPUT_TOKENS`), not measurements. Three costs per arm, from
   includes the reply schema when it is sent natively (`structured_output: json_schema`), since the
   providers key their caches on it. Shared prefixes are priced over all arms together and split
   evenly over the requests that read them (`price_arms`); `experiment` is the whole set.
+* `any_layout_floor_over_sync`: a lower bound on `batch_cached / sync` for any order of the request's
+  parts: a whole prompt under `min_cacheable_tokens` is never cached, any other at best is read from
+  cache whole, and outputs are never cached. Above a target, no layout reaches it on that corpus.
 """
 
 from __future__ import annotations
@@ -163,8 +166,10 @@ def price_arms(arms: dict[str, list[str]], distinct: dict[str, Priced], llm_cfg:
         tout = sum(r.output_tokens for r in rows)
         writes = sum(share.get(k, (0.0, 0.0))[0] for k in keys)
         reads = sum(share.get(k, (0.0, 0.0))[1] for k in keys)
+        short = sum(r.input_tokens for r in rows if min_cache is not None and r.input_tokens < min_cache)
         entry: dict[str, Any] = {
             "requests": len(keys), "input_tokens": tin, "output_tokens": tout,
+            "input_tokens_in_prompts_below_min_cacheable": short,
             "distinct_prefixes": len({r.identity for r in rows if r.identity is not None and r.prefix_tokens}),
             "cache_write_tokens": round(writes), "cache_read_tokens": round(reads), "cost": None}
         if prices is not None:
@@ -173,8 +178,13 @@ def price_arms(arms: dict[str, list[str]], distinct: dict[str, Priced], llm_cfg:
             keep = 1 - prices["batch_discount"]
             cached = ((tin - writes - reads) * prices["input_per_mtok"] + writes * prices["cache_write_per_mtok"]
                       + reads * prices["cache_read_per_mtok"] + tout * prices["output_per_mtok"]) / m
+            # lower bound for any request layout: a prompt shorter than the model's minimum is never cached;
+            # a longer one at best is read from cache whole (no write, no uncached suffix)
+            floor = (short * prices["input_per_mtok"] + (tin - short) * prices["cache_read_per_mtok"]
+                     + tout * prices["output_per_mtok"]) / m
             entry["cost"] = {"sync": round(sync, 6), "batch": round(sync * keep, 6), "batch_cached": round(cached * keep, 6),
-                             "batch_cached_over_sync": round(cached * keep / sync, 4) if sync else None}
+                             "batch_cached_over_sync": round(cached * keep / sync, 4) if sync else None,
+                             "any_layout_floor_over_sync": round(floor * keep / sync, 4) if sync else None}
         out[arm] = entry
     return out
 
@@ -239,15 +249,18 @@ def print_estimate(result: dict[str, Any]) -> None:
     print(f"{result['provider']} {result['model']}  tokenizer: {result['tokenizer']}  structured_output: "
           f"{result['structured_output']}  min cacheable: {result['min_cacheable_tokens']}  trajectories: {result['trajectories']}")
     w = max([14, *(len(name) for name in result["arms"])])
+    print("ratio: batch + caching over sync; floor: its lower bound for any request layout (prompts under the "
+          "minimum cacheable length are never cached)")
     print(f"{'arm':{w}s} {'requests':>8s} {'input tok':>11s} {'output tok':>10s} {'sync $':>10s} {'batch $':>10s} "
-          f"{'batch+cache $':>13s} {'ratio':>6s} {'new calls':>9s}")
+          f"{'batch+cache $':>13s} {'ratio':>6s} {'floor':>6s} {'new calls':>9s}")
     fmt = lambda v: f"{v:10.4f}" if isinstance(v, float) else f"{'-':>10s}"  # noqa: E731
     rows = [(name, a, a["new_calls"]) for name, a in result["arms"].items()] + [("experiment", result["experiment"],
                                                                                   result["experiment"]["calls"])]
     for name, a, calls in rows:
         c = a["cost"] or {}
         print(f"{name:{w}s} {a['requests']:8d} {a['input_tokens']:11d} {a['output_tokens']:10d} {fmt(c.get('sync'))} "
-              f"{fmt(c.get('batch'))} {fmt(c.get('batch_cached')):>13s} {c.get('batch_cached_over_sync') or '-':>6} {calls:9d}")
+              f"{fmt(c.get('batch'))} {fmt(c.get('batch_cached')):>13s} {c.get('batch_cached_over_sync') or '-':>6} "
+              f"{c.get('any_layout_floor_over_sync') or '-':>6} {calls:9d}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -98,9 +98,11 @@ def synthesize(n: int, seed: int, work: Path) -> dict[str, int]:
     metrics.to_parquet(proc / "finalize" / "metrics.parquet", index=False)
     labels = pd.DataFrame(label_rows)
     labels.to_parquet(proc / "finalize" / "labels.parquet", index=False)
+    from gcpc.io import canonical_json
+
     with (proc / "ingest" / "trajectories.jsonl").open("w", encoding="utf-8") as fh:
-        for t in traj:
-            fh.write(json.dumps(t) + "\n")
+        for t in traj:  # as the ingest stage writes them (canonical JSON), without events
+            fh.write(canonical_json(t) + "\n")
 
     # repeated judging (3 passes, some label noise) and a swap judge, for the gcpc arm
     g = metrics[metrics["arm"] == "gcpc"].reset_index(drop=True)

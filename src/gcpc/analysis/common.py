@@ -219,17 +219,58 @@ def judge_identity(metrics: pd.DataFrame) -> dict[str, str]:
 # --------------------------------------------------------------------------- inputs
 
 
+META_KEYS = ("trajectory_id", "benchmark", "task_id", "harness", "model", "condition", "source", "trial", "source_path")
+
+
 def read_trajectory_meta(path: Path = TRAJECTORIES) -> pd.DataFrame:
-    """Trajectory metadata (no events) from the ingest output."""
-    keys = ("trajectory_id", "benchmark", "task_id", "harness", "model", "condition", "source", "trial", "source_path")
+    """Trajectory metadata (no events) from the ingest output, one row per line.
+
+    The events are most of every line (gigabytes at the paper's scale) and none is needed here, so a
+    line is parsed as its two parts around them (`_meta_record`) instead of whole."""
     rows = []
-    for rec in iter_jsonl(path):
-        row = {k: rec.get(k) for k in keys}
-        row["outcome"] = (rec.get("outcome") or {}).get("status")
-        row["n_tool_calls"] = sum(1 for e in rec.get("events", []) if e.get("kind") == "tool_call")
-        row["n_evidence_events"] = sum(1 for e in rec.get("events", []) if e.get("kind") in ("tool_output", "file_content"))
-        rows.append(row)
-    return pd.DataFrame(rows, columns=[*keys, "outcome", "n_tool_calls", "n_evidence_events"])
+    with Path(path).open("rb") as fh:  # bytes: the events are never even decoded
+        for lineno, line in enumerate(fh, 1):
+            if not line.endswith(b"\n"):
+                raise ValueError(f"{path}:{lineno}: truncated file (the last line has no newline); re-run the stage that writes it")
+            if not line.strip():
+                continue
+            rec = _meta_record(line, path, lineno)
+            row = {k: rec.get(k) for k in META_KEYS}
+            row["outcome"] = (rec.get("outcome") or {}).get("status")
+            rows.append(row)
+    return pd.DataFrame(rows, columns=[*META_KEYS, "outcome"])
+
+
+def _after_events_marker() -> str:
+    """'],"<key>":' for the key that follows "events" in a canonical (sorted-key) Trajectory line."""
+    from gcpc.corpus.models import Trajectory
+
+    keys = sorted(Trajectory.model_fields)
+    return f'],"{keys[keys.index("events") + 1]}":'
+
+
+_EVENTS, _AFTER_EVENTS = b',"events":[', _after_events_marker().encode()
+
+
+def _meta_record(line: bytes, path: Path, lineno: int) -> dict[str, Any]:
+    """A trajectories.jsonl line without its events. The ingest writes canonical JSON (gcpc.io: sorted
+    keys, no spaces), so the events list is followed by the next field in sorted order; inside a JSON
+    string every '"' is escaped, so the two markers can only be the structure around the events list
+    (no Event field has that name). A line without both markers in place is parsed whole."""
+    i, j = line.find(_EVENTS), line.rfind(_AFTER_EVENTS)
+    if 0 < i < j:
+        try:
+            return json.loads(line[:i] + b"}") | json.loads(b"{" + line[j + 2:])
+        except json.JSONDecodeError:
+            pass  # not that layout after all: parsed whole below
+    try:
+        return json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}:{lineno}: invalid JSON line ({exc.msg})") from exc
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}:{lineno}: not UTF-8 ({exc.reason})") from exc
+    except RecursionError:
+        raise ValueError(f"{path}:{lineno}: JSON nested too deeply") from None
 
 
 def read_jsonl_frame(path: Path) -> pd.DataFrame:

@@ -1,7 +1,6 @@
 """Benchmark: cold `dvc repro` of the demo in a fresh clone (README command 1).
 
     python bench/bench_repro.py [--rev HEAD] [--out bench/results/repro.json] [--keep DIR] [--no-imports] [--force]
-                                [--split]
 
 Clones the repository at --rev into a temporary directory (no DVC cache, no outputs: every stage
 runs) and times `dvc repro` there with this interpreter's environment, the clone's `src/` first on
@@ -17,13 +16,8 @@ to the committed dvc.lock, metrics/ and figures/ (`byte_identical`). Target (iss
 wall. The load average is recorded before and after: the machine is shared, timings under load
 are pessimistic. Each dvc.lock's size and the time of DVC's rewrite of it (ruamel round-trip parse +
 dump, which DVC does after every stage) are recorded too (`dvc_lock`).
-
---split measures a proposed layout, not the committed one: before the run the clone's pipeline is
-split into dvc.yaml + pipelines/{judge,analysis,rq}/dvc.yaml (SPLIT; same stages, commands, deps,
-outs and params, `wdir: ../..`), each with its own dvc.lock made of the committed entries, and
-committed in the clone. DVC rewrites only the lock of the file whose stage ran, so each rewrite
-parses a quarter of the lock. Plain `dvc repro` still runs every stage: dvc.yaml keeps the sinks
-(audit_viewer, report), and DVC reproduces their upstream stages across files.
+The pipeline is in four dvc.yaml files (gcpc.paths.DVC_FILES), each with its own dvc.lock; all of
+them are read and checked here.
 """
 
 from __future__ import annotations
@@ -67,36 +61,40 @@ def _seconds(bash_time: str) -> float:
     return int(m.group(1)) * 60 + float(m.group(2))
 
 
-# --split: stages moved out of dvc.yaml, by the folder of their own dvc.yaml under pipelines/
-SPLIT = {"judge": ["judge"], "analysis": ["analyze", "floors", "item_validity", "figures", "rejudge", "controls"],
-         "rq": ["rq2", "rq3", "rq4", "rq5", "headline"]}
-
-
 def lock_files(clone: Path) -> list[str]:
-    """The clone's dvc.lock files (one per dvc.yaml), relative paths."""
-    out = subprocess.run(["git", "ls-files", "dvc.lock", "*/dvc.lock"], cwd=clone, check=True, capture_output=True,
-                         text=True).stdout.split()
-    return sorted(out) or ["dvc.lock"]
+    """The dvc.lock beside each of the clone's tracked dvc.yaml files (the pipeline's, tests' fixtures aside)."""
+    out = subprocess.run(["git", "ls-files", "dvc.yaml", "pipelines/*/dvc.yaml"], cwd=clone, check=True,
+                         capture_output=True, text=True).stdout.split()
+    return sorted(str(Path(rel).parent / "dvc.lock") if "/" in rel else "dvc.lock" for rel in out) or ["dvc.lock"]
+
+
+def _lock_text(clone: Path, rel: str, rev: str | None) -> str | None:
+    if rev is None:
+        path = clone / rel
+        return path.read_text(encoding="utf-8") if path.exists() else None
+    p = subprocess.run(["git", "show", f"{rev}:{rel}"], cwd=clone, capture_output=True, text=True)
+    return p.stdout if p.returncode == 0 else None
 
 
 def stage_commands(clone: Path) -> dict[str, str]:
     """Stage name (judge@gcpc, ...) by its command, from the clone's dvc.lock files."""
     out = {}
     for rel in lock_files(clone):
-        lock = yaml.safe_load((clone / rel).read_text(encoding="utf-8"))
-        out.update({str(v["cmd"]): name for name, v in lock["stages"].items()})
+        text = _lock_text(clone, rel, None)
+        if text:
+            out.update({str(v["cmd"]): name for name, v in (yaml.safe_load(text) or {}).get("stages", {}).items()})
     return out
 
 
 def outs_hashes(clone: Path, rev: str | None) -> dict[str, list]:
-    """Each stage's outs (path and md5) in the dvc.lock files, as committed at `rev` or (None) as in the working tree."""
+    """Each stage's outs (path and md5) in the dvc.lock files, as committed at `rev` or (None) as in the working
+    tree, keyed 'lockfile:stage'; a lock file missing there adds nothing."""
     out = {}
     for rel in lock_files(clone):
-        text = (subprocess.run(["git", "show", f"{rev}:{rel}"], cwd=clone, check=True, capture_output=True,
-                               text=True).stdout if rev else (clone / rel).read_text(encoding="utf-8"))
-        lock = yaml.safe_load(text)
+        text = _lock_text(clone, rel, rev)
+        lock = (yaml.safe_load(text) or {}) if text else {}
         out.update({f"{rel}:{name}": sorted((o["path"], o.get("md5")) for o in v.get("outs", []))
-                    for name, v in lock["stages"].items()})
+                    for name, v in lock.get("stages", {}).items()})
     return out
 
 
@@ -106,6 +104,8 @@ def lock_rewrite_times(clone: Path, repeat: int = 3) -> dict[str, dict]:
 
     out = {}
     for rel in lock_files(clone):
+        if not (clone / rel).exists():
+            continue
         text = (clone / rel).read_text(encoding="utf-8")
         best = float("inf")
         for _ in range(repeat):
@@ -114,39 +114,6 @@ def lock_rewrite_times(clone: Path, repeat: int = 3) -> dict[str, dict]:
             best = min(best, time.perf_counter() - t)
         out[rel] = {"bytes": len(text.encode("utf-8")), "rewrite_s": round(best, 3)}
     return out
-
-
-def split_pipeline(clone: Path) -> None:
-    """The --split layout in `clone`, committed there (see the module docstring)."""
-    from ruamel.yaml import YAML
-    from ruamel.yaml.comments import CommentedMap
-
-    rt = YAML()
-    dvc_yaml = rt.load((clone / "dvc.yaml").read_text(encoding="utf-8"))
-    lock = rt.load((clone / "dvc.lock").read_text(encoding="utf-8"))
-
-    def lock_of(names: list[str]) -> CommentedMap:
-        entries = CommentedMap((k, v) for k, v in lock["stages"].items() if k.split("@")[0] in names)
-        return CommentedMap([("schema", lock["schema"]), ("stages", entries)])
-
-    for folder, names in SPLIT.items():
-        stages = CommentedMap()
-        for name in names:
-            stage = dvc_yaml["stages"].pop(name)
-            (stage["do"] if "foreach" in stage else stage).insert(1, "wdir", "../..")
-            stages[name] = stage
-        (clone / "pipelines" / folder).mkdir(parents=True)
-        with open(clone / "pipelines" / folder / "dvc.yaml", "w", encoding="utf-8") as fh:
-            rt.dump(CommentedMap([("vars", ["../../params.yaml"]), ("stages", stages)]), fh)
-        with open(clone / "pipelines" / folder / "dvc.lock", "w", encoding="utf-8") as fh:
-            rt.dump(lock_of(names), fh)
-    with open(clone / "dvc.yaml", "w", encoding="utf-8") as fh:
-        rt.dump(dvc_yaml, fh)
-    with open(clone / "dvc.lock", "w", encoding="utf-8") as fh:
-        rt.dump(lock_of(list(dvc_yaml["stages"])), fh)
-    git = ["git", "-c", "user.name=bench", "-c", "user.email=bench@localhost"]
-    subprocess.run([*git, "add", "-A"], cwd=clone, check=True)
-    subprocess.run([*git, "commit", "-q", "-m", "bench_repro --split"], cwd=clone, check=True)
 
 
 def read_log(log: Path, commands: dict[str, str]) -> list[dict]:
@@ -225,8 +192,6 @@ def main() -> int:
     ap.add_argument("--force", action="store_true",
                     help="`dvc repro -f`: run every stage, also those whose outputs are all in git and unchanged "
                          "(figures, report), which a plain repro skips when dvc.lock matches the sources")
-    ap.add_argument("--split", action="store_true",
-                    help="measure the pipeline split into 4 dvc.yaml files (SPLIT), each with its own dvc.lock")
     args = ap.parse_args()
 
     tmp = None
@@ -238,8 +203,6 @@ def main() -> int:
     rev = subprocess.run(["git", "rev-parse", args.rev], cwd=ROOT, check=True, capture_output=True, text=True).stdout.strip()
     subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
     subprocess.run(["git", "checkout", "-q", rev], cwd=clone, check=True)
-    if args.split:
-        split_pipeline(clone)
     lock_before = lock_rewrite_times(clone)
 
     wrap_dir = clone.parent / f"{clone.name}.bin"
@@ -272,9 +235,11 @@ def main() -> int:
         raise SystemExit(f"error: dvc repro failed (rc {p.returncode}) in {clone}")
     cpu_total = (after.children_user - before.children_user) + (after.children_system - before.children_system)
     stages = read_log(log, stage_commands(clone))
-    status = subprocess.run(["git", "status", "--porcelain"], cwd=clone, check=True, capture_output=True, text=True).stdout
+    status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=clone, check=True, capture_output=True, text=True).stdout
     changed = [line[3:] for line in status.splitlines()]
-    lock_outs_equal = outs_hashes(clone, "HEAD") == outs_hashes(clone, None)
+    committed, now = outs_hashes(clone, "HEAD"), outs_hashes(clone, None)
+    lock_outs_equal = all(now.get(k) == v for k, v in committed.items())  # every committed entry's outs unchanged
+    not_committed = sorted(set(now) - set(committed))  # stages whose lock entry the commit lacks: outs not compared
     stage_wall = sum(r["wall_s"] for r in stages)
     stage_cpu = sum(r["cpu_s"] for r in stages)
 
@@ -284,8 +249,7 @@ def main() -> int:
     result = {
         "benchmark": "cold dvc repro of the demo in a fresh clone (README command 1)",
         "command": "python bench/bench_repro.py" + (f" --rev {args.rev}" if args.rev != "HEAD" else "")
-                   + (" --force" if args.force else "") + (" --split" if args.split else ""),
-        "layout": "split: dvc.yaml + pipelines/{judge,analysis,rq}/dvc.yaml" if args.split else "one dvc.yaml",
+                   + (" --force" if args.force else ""),
         "dvc_lock": lock_before,
         "dvc_command": "dvc repro" + (" -f" if args.force else ""),
         "rev": rev,
@@ -301,9 +265,10 @@ def main() -> int:
         "n_stages": len(stages),
         "stages": stages,
         "entry_module_imports": imports,
-        # outputs byte-identical to the commit: no tracked file changed but dvc.lock, whose outs hashes are
+        # outputs byte-identical to the commit: no tracked file changed but the dvc.lock files, whose outs hashes are
         # unchanged (its deps hashes change with every source edit until dvc.lock is regenerated)
         "byte_identical": set(changed) <= set(lock_files(clone)) and lock_outs_equal,
+        "dvc_lock_entries_not_committed": not_committed,
         "dvc_lock_outs_equal": lock_outs_equal,
         "git_status": status.splitlines(),
         "stages_run": [r["stage"] for r in stages],

@@ -370,7 +370,9 @@ def _loadavg() -> list[float]:
 
 
 def run(n: int, seed: int, keep: Path | None = None, quiet: bool = False, judge: str = "instant") -> dict[str, Any]:
-    dvc = yaml.safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8"))
+    from gcpc.paths import pipeline_yaml
+
+    dvc = pipeline_yaml(ROOT)  # dvc.yaml and pipelines/*/dvc.yaml
     tmp = None
     if keep is None:
         tmp = tempfile.TemporaryDirectory(prefix="gcpc-scale-")

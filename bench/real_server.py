@@ -82,7 +82,7 @@ def git_files(root: Path) -> list[str]:
 def clone(dest: Path) -> None:
     for rel in git_files(ROOT):
         src = ROOT / rel
-        if src.is_file() and not rel.startswith(("data/processed/", "metrics/", "figures/")) and rel != "dvc.lock":
+        if src.is_file() and not rel.startswith(("data/processed/", "metrics/", "figures/")) and Path(rel).name != "dvc.lock":
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / rel)
     env = env_for(dest)
@@ -272,7 +272,7 @@ def main() -> None:
                     help="llm config of synthesis and the category audit: 'heuristic' keeps them offline, so only the judge "
                          "stages (every arm, rejudge, controls) call the server and every run judges the same checklists")
     ap.add_argument("--targets", nargs="*", default=[],
-                    help="dvc repro targets (default: every stage), e.g. 'judge' for synthesis and the judge arms only")
+                    help="dvc repro targets (default: every stage), e.g. 'pipelines/judge/dvc.yaml:judge' for synthesis and the judge arms only")
     ap.add_argument("--no-second-run", action="store_true", help="skip the zero-call re-run (e.g. for the comparison run)")
     ap.add_argument("-S", dest="extra", action="append", default=[], help="further Hydra override (repeatable)")
     ns = ap.parse_args()

@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 import bench_repro  # noqa: E402
@@ -58,32 +57,3 @@ def test_log_with_a_missing_times_block_is_an_error(tmp_path):
     with pytest.raises(ValueError, match="3 lines per stage"):
         bench_repro.read_log(log, {})
 
-
-def test_split_layout_keeps_every_stage(tmp_path):
-    """--split moves stages into pipelines/*/dvc.yaml with the same command, params and outs, and their
-    committed dvc.lock entries beside them; DVC sees the same stages."""
-    from dvc.dependency.param import ParamsDependency
-    from dvc.repo import Repo
-
-    root = Path(bench_repro.ROOT)
-    clone = tmp_path / "c"
-    subprocess.run(["git", "init", "-q", str(clone)], check=True)
-    for rel in ("dvc.yaml", "dvc.lock", "params.yaml", ".dvc/config"):
-        (clone / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(root / rel, clone / rel)
-
-    def stages(path: Path) -> dict[str, tuple]:
-        with Repo(str(path)) as repo:
-            return {s.name: (s.cmd, sorted(p for d in s.deps if isinstance(d, ParamsDependency) for p in d.params),
-                             sorted(str(o.def_path) for o in s.outs)) for s in repo.index.stages}
-
-    before = stages(clone)
-    bench_repro.split_pipeline(clone)
-    assert bench_repro.lock_files(clone) == ["dvc.lock", "pipelines/analysis/dvc.lock", "pipelines/judge/dvc.lock",
-                                             "pipelines/rq/dvc.lock"]
-    after = stages(clone)
-    assert after == before  # same stages, commands, params and outs
-    lock = {n for rel in bench_repro.lock_files(clone) for n in yaml.safe_load((clone / rel).read_text())["stages"]}
-    assert lock == set(yaml.safe_load((root / "dvc.lock").read_text())["stages"])
-    status = subprocess.run(["git", "status", "--porcelain"], cwd=clone, capture_output=True, text=True).stdout
-    assert status == ""  # committed in the clone

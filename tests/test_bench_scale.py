@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from gcpc.paths import pipeline_yaml
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
@@ -64,7 +66,7 @@ def _rng_after_tasks() -> random.Random:
 
 
 def test_stage_list_is_dvc_yaml_with_judge_per_arm():
-    dvc = yaml.safe_load((ROOT / "dvc.yaml").read_text())
+    dvc = pipeline_yaml(ROOT)
     arms = list(yaml.safe_load((ROOT / "params.yaml").read_text())["arm"])
     stages = bench_scale.pipeline_stages(dvc, arms)
     names = [s[0] for s in stages]
@@ -83,7 +85,7 @@ def test_whole_bench_at_tiny_n(tmp_path):
     out = tmp_path / "scale.json"
     result = bench_scale.run(12, 0, keep=tmp_path / "work", quiet=True)
     out.write_text(json.dumps(result))
-    dvc = yaml.safe_load((ROOT / "dvc.yaml").read_text())
+    dvc = pipeline_yaml(ROOT)
     assert set(result["stages"]) == {s[0] for s in bench_scale.pipeline_stages(dvc, result["arms"])}
     for name, st in result["stages"].items():
         assert st["rc"] == 0 and st["wall_s"] > 0 and st["peak_rss_bytes"] > 10 * 2**20, name

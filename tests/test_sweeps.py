@@ -51,7 +51,7 @@ def make_clone(dest: Path) -> tuple[Path, dict[str, str]]:
     """The repository without outputs, plus data/mini (two demo tasks with their trials) and conf/data/mini.yaml."""
     for rel in git_files(ROOT):
         src = ROOT / rel
-        if src.is_file() and not rel.startswith(("data/processed/", "metrics/", "figures/")) and rel != "dvc.lock":
+        if src.is_file() and not rel.startswith(("data/processed/", "metrics/", "figures/")) and Path(rel).name != "dvc.lock":
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / rel)
     demo, mini = ROOT / "data" / "demo", dest / "data" / "mini"

@@ -121,7 +121,9 @@ def test_editing_one_rule_file_changes_every_checklist(tmp_path, count_calls):
 
 
 def _stage(name: str) -> dict | None:
-    return yaml.safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8"))["stages"].get(name)
+    from gcpc.paths import pipeline_yaml
+
+    return pipeline_yaml(ROOT)["stages"].get(name)  # dvc.yaml and pipelines/*/dvc.yaml
 
 
 def _covered(path: Path, deps: list[str]) -> bool:

@@ -216,21 +216,41 @@ class Scan:
     refused: list[Path] = field(default_factory=list)
 
 
-def scan(runs_dirs: Sequence[Path], root: Sequence[Path]) -> Scan:
+def _scan_one(run: Path, root: Sequence[Path]) -> tuple[list[TrialFolder], list[Batch], list[str], list[Path]]:
+    """`scan_run` of one run with its own notes and refused links (in a worker: all four go back to the parent,
+    trials and batches in one pickle, so each trial still points at its own batch object)."""
+    notes: list[str] = []
+    refused: list[Path] = []
+    trials, batches = scan_run(run, root, notes, refused)
+    return trials, batches, notes, refused
+
+
+def scan(runs_dirs: Sequence[Path], root: Sequence[Path], workers: int = 1) -> Scan:
+    """Every run of every runs folder, scanned in up to `workers` processes (one run per task; the result is
+    the same for any count: runs are visited, and their trials, batches, notes and refused links kept, in order).
+
+    The scan (a folder walk and a results.json per trial, 2,684 trials in the shared set) ran in the parent
+    before any worker started, and bounded what two workers gained; runs are independent, so it runs in the
+    workers too."""
+    order: list[tuple[bool, Path]] = []  # (allowed, run) in visiting order
+    for runs_dir in runs_dirs:
+        if not runs_dir.is_dir():
+            raise FileNotFoundError(f"{display_path(runs_dir, root)}: Terminal-Bench 1 runs folder not found")
+        order += [(allowed(run), run) for run in find_runs(runs_dir)]
+    scanned = iter(map_ordered(partial(_scan_one, root=root), [run for ok, run in order if ok], workers, min_items=1))
     trials: list[TrialFolder] = []
     batches: list[Batch] = []
     notes: list[str] = []
     refused: list[Path] = []
-    for runs_dir in runs_dirs:
-        if not runs_dir.is_dir():
-            raise FileNotFoundError(f"{display_path(runs_dir, root)}: Terminal-Bench 1 runs folder not found")
-        for run in find_runs(runs_dir):
-            if not allowed(run):
-                refused.append(run)
-                continue
-            t, b = scan_run(run, root, notes, refused)
-            trials += t
-            batches += b
+    for ok, run in order:
+        if not ok:
+            refused.append(run)
+            continue
+        t, b, n, r = next(scanned)
+        trials += t
+        batches += b
+        notes += n
+        refused += r
     return Scan(sorted(trials, key=lambda t: t.path.as_posix()), batches, notes, refused)
 
 
@@ -483,7 +503,7 @@ def read_corpus(cfg: dict[str, Any], root: Path, roots: Sequence[Path], workers:
     read in up to `workers` processes (`gcpc.corpus.parallel`: the same result for any count)."""
     dirs = cfg.get("trials_dirs") or cfg.get("tasks_dir") or []
     dirs = [dirs] if isinstance(dirs, str) else list(dirs)
-    sc = scan([root / d for d in dirs], roots)
+    sc = scan([root / d for d in dirs], roots, workers)
     notes = list(sc.notes)
     tasks = read_tasks(sc, roots, notes)
     by_id = {t.task_id: t for t in tasks}

@@ -87,6 +87,19 @@ def test_fast_pane_unwrap_equals_the_reference_on_random_panes():
                    (list(terminal.iter_pane_reference(data, ref, width)), ref.invalid_utf8), (seed, width, data)
 
 
+@pytest.mark.parametrize("block", [1, 7, 64])
+def test_fast_pane_unwrap_is_the_same_across_block_boundaries(monkeypatch, block):
+    # the unwrap decodes and splits the capture a block at a time (as a stream from a file, too); wrapped rows,
+    # lines and multi-byte characters cut by a block boundary (and lines longer than a block) join as in one piece
+    monkeypatch.setattr(terminal, "STREAM_BLOCK", block)
+    for seed in range(300):
+        rnd = random.Random(seed)
+        data = b"".join(rnd.choice(PANE_PIECES) for _ in range(rnd.randint(0, 40)))
+        fast, ref = terminal.Counter(), terminal.Counter()
+        assert (list(terminal.iter_pane(io.BytesIO(data), fast, 80)), fast.invalid_utf8) == \
+               (list(terminal.iter_pane_reference(data, ref, 80)), ref.invalid_utf8), (seed, data)
+
+
 def test_display_path_is_the_relative_path_relpath_gives(tmp_path, monkeypatch):
     from gcpc.corpus.harbor import display_path
 

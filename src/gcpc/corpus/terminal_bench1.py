@@ -35,7 +35,7 @@ import json
 import os
 import re
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -43,6 +43,7 @@ from typing import Any
 
 from gcpc.corpus.guard import allowed, outside_links, read_guarded
 from gcpc.corpus.harbor import display_path
+from gcpc.corpus.ingest import log_fingerprint, remember_fingerprint
 from gcpc.corpus.models import Exclusion, Outcome, Task, Trajectory, VerifierTest
 from gcpc.corpus.parallel import map_ordered
 from gcpc.corpus.size import log_size
@@ -265,14 +266,16 @@ def read_tasks(sc: Scan, root: Sequence[Path], notes: list[str]) -> list[Task]:
     n_reporting: Counter[str] = Counter()
     runs: dict[str, set[str]] = defaultdict(set)
 
-    def see(entry: dict[str, Any], source: str, run: str, per_trial: bool) -> None:
+    def see(entry: dict[str, Any], folder: Path, run: str, per_trial: bool) -> None:
+        """`entry`: a results.json record, from the file in `folder`."""
         task_id = entry.get("task_id")
         if not isinstance(task_id, str) or not SAFE_ID.match(task_id):
             return  # not a task name (empty, a path, '..'): the id comes from folder names
         runs[task_id].add(run)
         if isinstance(entry.get("instruction"), str):
             instructions[task_id][entry["instruction"]] += 1
-            first_source.setdefault(task_id, source)
+            if task_id not in first_source:  # the recorded path of the first file only (not one per trial)
+                first_source[task_id] = display_path(folder / "results.json", root)
         pr = entry.get("parser_results")
         if per_trial and isinstance(pr, dict) and pr:
             n_reporting[task_id] += 1
@@ -280,10 +283,10 @@ def read_tasks(sc: Scan, root: Sequence[Path], notes: list[str]) -> list[Task]:
 
     for tf in sc.trials:
         if tf.result is not None:
-            see(tf.result, display_path(tf.path / "results.json", root), tf.run, per_trial=True)
+            see(tf.result, tf.path, tf.run, per_trial=True)
     for b in sc.batches:
         for entry in b.results:
-            see(entry, display_path(b.path / "results.json", root), b.run, per_trial=False)
+            see(entry, b.path, b.run, per_trial=False)
 
     tasks: list[Task] = []
     for task_id in sorted(instructions):
@@ -484,6 +487,14 @@ def _read_one(tf: TrialFolder, *, by_id: dict[str, Task], roots: Sequence[Path],
     return item
 
 
+def _read_and_fingerprint(read_one: Callable[[TrialFolder], Trajectory | Exclusion],
+                          tf: TrialFolder) -> tuple[Trajectory | Exclusion, str | None]:
+    """`read_one(tf)` and, for a trajectory, its de-duplication fingerprint, hashed here in the worker (the
+    parent's `dedupe` hashed all 42 MB of rendered logs serially after the workers were done)."""
+    item = read_one(tf)
+    return item, (log_fingerprint(item) if isinstance(item, Trajectory) else None)
+
+
 def _slim_batches(batches: Sequence[Batch]) -> dict[int, Batch]:
     """Each batch without its run-level `results` (read by the scan and the task reader only)."""
     return {id(b): replace(b, results=[]) for b in batches}
@@ -512,7 +523,7 @@ def read_corpus(cfg: dict[str, Any], root: Path, roots: Sequence[Path], workers:
                        max_chars=cfg.get("render_max_chars"), strict=bool(cfg.get("strict", False)))
     originals = [_for_reading(tf, slim) for slim in [_slim_batches(sc.batches)] for tf in sc.trials
                  if tf.path not in duplicates]
-    read = iter(map_ordered(read_one, originals, workers))
+    read = iter(map_ordered(partial(_read_and_fingerprint, read_one), originals, workers))
     trajectories: list[Trajectory] = []
     exclusions: list[Exclusion] = []
     for tf in sc.trials:
@@ -523,7 +534,9 @@ def read_corpus(cfg: dict[str, Any], root: Path, roots: Sequence[Path], workers:
                 duplicate_of=f"{BENCHMARK}/{orig.run}/{orig.rel}",
                 reason=f"duplicate: byte-identical copy ({', '.join(tf.files)}) of {display_path(orig.path, roots)}"))
             continue
-        item = next(read)
+        item, fingerprint = next(read)
+        if fingerprint is not None:
+            remember_fingerprint(item, fingerprint)
         (exclusions if isinstance(item, Exclusion) else trajectories).append(item)
     exclusions += listed_without_folder(sc, roots)
     exclusions += [Exclusion(path=display_path(p, roots), benchmark=BENCHMARK, source=p.name,

@@ -510,8 +510,8 @@ def _for_reading(tf: TrialFolder, slim: dict[int, Batch]) -> TrialFolder:
 
 def read_corpus(cfg: dict[str, Any], root: Path, roots: Sequence[Path], workers: int = 1,
                 ) -> tuple[list[Task], list[Trajectory], list[Exclusion], list[str]]:
-    """A Terminal-Bench 1 corpus: `trials_dirs` are folders of runs (every subfolder one run); trials are
-    read in up to `workers` processes (`gcpc.corpus.parallel`: the same result for any count)."""
+    """A Terminal-Bench 1 corpus: `trials_dirs` are folders of runs (every subfolder one run); runs are scanned
+    and trials read in up to `workers` processes (`gcpc.corpus.parallel`: the same result for any count)."""
     dirs = cfg.get("trials_dirs") or cfg.get("tasks_dir") or []
     dirs = [dirs] if isinstance(dirs, str) else list(dirs)
     sc = scan([root / d for d in dirs], roots, workers)

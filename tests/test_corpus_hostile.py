@@ -168,3 +168,47 @@ def test_the_boundarys_cached_realpath_is_os_realpath(tmp_path, monkeypatch):
             assert b.realpath(p) == expected, p
             assert b.inside(p) == (expected == os.path.realpath(c) or expected.startswith(os.path.realpath(c) + os.sep))
     assert not b.inside(c / "a" / "chain") and b.inside(c / "dirlink" / "f.txt")
+
+
+def _links_by_os_walk(folder: Path) -> list[Path]:
+    """The reference for `guard._links_below`: the os.walk + Path.is_symlink loop it replaced."""
+    found = []
+    for base, dirs, files in os.walk(folder, followlinks=False, onerror=lambda e: None):
+        for name in dirs + files:
+            p = Path(base) / name
+            if p.is_symlink():
+                found.append(p)
+    return sorted(found)
+
+
+def test_links_below_a_folder_are_what_os_walk_finds(tmp_path):
+    """`outside_links` lists a trial folder's links from its listings' entry types; the same links as walking it
+    with os.walk and asking each name `is_symlink`: links to files, folders (not descended), missing targets,
+    chains, links inside nested and inside unreadable folders, a folder reached only through a link."""
+    t = tmp_path / "trial"
+    (t / "a" / "b" / "c").mkdir(parents=True)
+    (t / "empty").mkdir()
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "inner_link").symlink_to("/etc")
+    (t / "f.txt").write_text("f")
+    (t / "a" / "b" / "c" / "g.txt").write_text("g")
+    (t / "to_file").symlink_to(t / "f.txt")
+    (t / "a" / "to_dir").symlink_to(tmp_path / "outside")  # not descended: inner_link is not listed
+    (t / "a" / "b" / "broken").symlink_to(tmp_path / "missing")
+    (t / "a" / "b" / "c" / "chain").symlink_to("../broken")
+    (t / "a" / "b" / "self").symlink_to(t / "a")
+    expected = _links_by_os_walk(t)
+    assert len(expected) == 5
+    assert sorted(guard._links_below(os.fspath(t))) == expected
+    assert guard._links_below(os.fspath(tmp_path / "missing")) == _links_by_os_walk(tmp_path / "missing") == []
+    assert guard._links_below(os.fspath(t / "f.txt")) == _links_by_os_walk(t / "f.txt") == []
+    if os.geteuid() != 0:  # root lists unreadable folders anyway
+        (t / "a" / "b").chmod(0)
+        try:
+            assert sorted(guard._links_below(os.fspath(t))) == _links_by_os_walk(t)
+        finally:
+            (t / "a" / "b").chmod(0o755)
+    with guard.confined([tmp_path / "trial"]):
+        assert guard.outside_links(t) == [f"{p.as_posix()} -> {os.path.realpath(p)}"
+                                          for p in (t / "a" / "b" / "broken", t / "a" / "b" / "c" / "chain",
+                                                    t / "a" / "to_dir")]

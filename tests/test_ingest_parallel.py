@@ -87,6 +87,19 @@ def test_fast_pane_unwrap_equals_the_reference_on_random_panes():
                    (list(terminal.iter_pane_reference(data, ref, width)), ref.invalid_utf8), (seed, width, data)
 
 
+@pytest.mark.parametrize("block", [1, 7, 64])
+def test_fast_pane_unwrap_is_the_same_across_block_boundaries(monkeypatch, block):
+    # the unwrap decodes and splits the capture a block at a time (as a stream from a file, too); wrapped rows,
+    # lines and multi-byte characters cut by a block boundary (and lines longer than a block) join as in one piece
+    monkeypatch.setattr(terminal, "STREAM_BLOCK", block)
+    for seed in range(300):
+        rnd = random.Random(seed)
+        data = b"".join(rnd.choice(PANE_PIECES) for _ in range(rnd.randint(0, 40)))
+        fast, ref = terminal.Counter(), terminal.Counter()
+        assert (list(terminal.iter_pane(io.BytesIO(data), fast, 80)), fast.invalid_utf8) == \
+               (list(terminal.iter_pane_reference(data, ref, 80)), ref.invalid_utf8), (seed, data)
+
+
 def test_display_path_is_the_relative_path_relpath_gives(tmp_path, monkeypatch):
     from gcpc.corpus.harbor import display_path
 
@@ -182,3 +195,25 @@ def test_shared_terminal_bench_1_in_workers_writes_the_same_bytes(tmp_path):
            "tasks_dir": "runs", "trials_dirs": ["runs"], "condition": "without_skills"}
     serial = _written(ingest(cfg, REPO, workers=1), tmp_path / "serial")
     assert _written(ingest(cfg, REPO, workers=2), tmp_path / "workers") == serial
+
+
+def test_dedupe_takes_the_fingerprints_hashed_where_the_trials_were_read(monkeypatch, tmp_path):
+    # Terminal-Bench 1 trials are fingerprinted in the process that read them; the parent's dedupe hashes no log
+    # again (and gives the same bytes); outside an ingest call nothing is remembered
+    from gcpc.corpus import ingest as ingest_module
+
+    monkeypatch.setattr(parallel, "MIN_ITEMS_PER_WORKER", 1)
+    expected = _written(ingest(TB1_FIXTURE, REPO, workers=1), tmp_path / "hashed_in_parent")
+    real = ingest_module.log_fingerprint
+
+    def not_again(t):
+        raise AssertionError(f"{t.trajectory_id} hashed again in dedupe")
+
+    monkeypatch.setattr(ingest_module, "log_fingerprint", not_again)
+    for workers in (1, 2):
+        assert _written(ingest(TB1_FIXTURE, REPO, workers=workers), tmp_path / f"remembered{workers}") == expected
+    monkeypatch.setattr(ingest_module, "log_fingerprint", real)
+    t = ingest(TB1_FIXTURE, REPO).trajectories[0]
+    ingest_module.remember_fingerprint(t, "not the fingerprint")
+    assert ingest_module._known_fingerprints.get() is None
+    assert ingest_module.dedupe([t, t.model_copy(update={"trajectory_id": t.trajectory_id + "-copy"})])[1][0].duplicate_of == t.trajectory_id

@@ -142,17 +142,38 @@ def outside_links(folder: Path, *, display: Callable[[Path], str] = lambda p: p.
     if boundary is None:
         return []
     found = []
-    candidates = [folder] if folder.is_symlink() else []
-    if not folder.is_symlink():
-        for base, dirs, files in os.walk(folder, followlinks=False, onerror=lambda e: None):
-            for name in dirs + files:
-                p = Path(base) / name
-                if p.is_symlink():
-                    candidates.append(p)
+    candidates = [folder] if folder.is_symlink() else _links_below(os.fspath(folder))
     for p in sorted(candidates):
         if not boundary.inside(p):
             found.append(f"{display(p)} -> {os.path.realpath(p)}")
     return found
+
+
+def _links_below(top: str) -> list[Path]:
+    """The links at any depth below folder `top` (not followed): what `os.walk(top, followlinks=False)` with
+    errors ignored lists and `Path.is_symlink` accepts, from each listing's entry types (no `lstat` per name;
+    the walk was 5 % of a Terminal-Bench 1 ingest). Listing the same folders, so the audit hook sees the same."""
+    out: list[Path] = []
+    try:
+        with os.scandir(top) as it:
+            entries = list(it)
+    except OSError:  # as os.walk's ignored onerror (a refused listing is still counted by the hook)
+        return out
+    for entry in entries:
+        try:
+            is_link = entry.is_symlink()
+        except OSError:  # as Path.is_symlink
+            is_link = False
+        if is_link:
+            out.append(Path(entry.path))
+            continue
+        try:
+            is_dir = entry.is_dir()
+        except OSError:  # as os.walk: not a folder
+            is_dir = False
+        if is_dir:
+            out += _links_below(entry.path)
+    return out
 
 
 def allowed(path: Path) -> bool:

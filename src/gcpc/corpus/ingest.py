@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter, defaultdict
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -55,19 +56,34 @@ def log_fingerprint(trajectory: Trajectory) -> str:
     return h.hexdigest()
 
 
+_known_fingerprints: ContextVar[dict[int, tuple[Trajectory, str]] | None] = ContextVar(
+    "gcpc_known_fingerprints", default=None)
+"""While `ingest` reads a corpus: `log_fingerprint`s already computed where a trajectory was read (a worker
+process), by object; `dedupe` takes them instead of hashing every log again in the parent, serially."""
+
+
+def remember_fingerprint(trajectory: Trajectory, fingerprint: str) -> None:
+    """Record `log_fingerprint(trajectory)` for this `ingest` call's `dedupe` (nothing outside one)."""
+    known = _known_fingerprints.get()
+    if known is not None:
+        known[id(trajectory)] = (trajectory, fingerprint)
+
+
 def dedupe(trajectories: list[Trajectory]) -> tuple[list[Trajectory], list[Exclusion]]:
     """Collapse identical trajectories (same benchmark, task and full rendered log); the first by id is kept."""
     kept: list[Trajectory] = []
     dropped: list[Exclusion] = []
     seen_fp: dict[str, Trajectory] = {}
     seen_id: set[str] = set()
+    known = _known_fingerprints.get() or {}
     for t in sorted(trajectories, key=lambda t: (t.trajectory_id, t.source_path)):
         meta = {"benchmark": t.benchmark, "source": t.source, "task_id": t.task_id}
         if t.trajectory_id in seen_id:
             dropped.append(Exclusion(path=t.source_path, reason=f"duplicate id: {t.trajectory_id} already read",
                                      duplicate_of=t.trajectory_id, **meta))
             continue
-        fp = log_fingerprint(t)
+        hit = known.get(id(t))
+        fp = hit[1] if hit is not None and hit[0] is t else log_fingerprint(t)
         if fp in seen_fp:
             first = seen_fp[fp]
             differ = (f" (outcomes differ: {first.outcome.status} kept, {t.outcome.status} dropped)"
@@ -194,9 +210,13 @@ def ingest(corpus_cfg: dict[str, Any], root: Path, workers: int = 1) -> IngestRe
     name = str(corpus_cfg.get("name") or benchmark)
     corpus_root = corpus_root_of(corpus_cfg, root)
     roots = [corpus_root, root] if corpus_root != root else [root]
-    with confined(corpus_boundary(corpus_cfg, corpus_root)):
-        tasks, trajectories, exclusions, notes = read_corpus(corpus_cfg, corpus_root, roots)
-    trajectories, duplicates = dedupe(trajectories)
+    token = _known_fingerprints.set({})
+    try:
+        with confined(corpus_boundary(corpus_cfg, corpus_root)):
+            tasks, trajectories, exclusions, notes = read_corpus(corpus_cfg, corpus_root, roots)
+        trajectories, duplicates = dedupe(trajectories)
+    finally:
+        _known_fingerprints.reset(token)
     return IngestResult(
         corpora=[name],
         tasks=tasks,

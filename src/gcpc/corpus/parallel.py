@@ -79,17 +79,20 @@ def few_full_collections() -> Iterator[None]:
         gc.set_threshold(*old)
 
 
-def map_ordered(fn: Callable[[T], R], items: Sequence[T], workers: int = 1) -> list[R]:
-    """`[fn(x) for x in items]`, computed in up to `workers` processes (fewer for few items).
+def map_ordered(fn: Callable[[T], R], items: Sequence[T], workers: int = 1,
+                min_items: int | None = None) -> list[R]:
+    """`[fn(x) for x in items]`, computed in up to `workers` processes (fewer for few items: at least
+    `min_items` per worker, default `MIN_ITEMS_PER_WORKER`; a caller whose items are large, such as whole
+    runs, passes 1).
 
     `fn` must be picklable (a module-level function or a `functools.partial` of one) where the
     platform cannot fork. An exception in `fn` is raised here, as in the serial loop."""
     with few_full_collections():  # inherited by forked workers
-        return _map_ordered(fn, items, workers)
+        return _map_ordered(fn, items, workers, MIN_ITEMS_PER_WORKER if min_items is None else min_items)
 
 
-def _map_ordered(fn: Callable[[T], R], items: Sequence[T], workers: int) -> list[R]:
-    n = min(workers, len(items) // MIN_ITEMS_PER_WORKER)
+def _map_ordered(fn: Callable[[T], R], items: Sequence[T], workers: int, min_items: int) -> list[R]:
+    n = min(workers, len(items) // max(1, min_items))
     if n <= 1:
         return [fn(x) for x in items]
     boundary = guard._active.get()

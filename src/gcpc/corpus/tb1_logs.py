@@ -343,21 +343,25 @@ class _MiniParser:
         j = i + 1
         while lines.has(j):
             lines.release(j)
-            t = lines[j].text
+            ln = lines[j]
+            t = ln.text
             if not in_output:
-                k = self._skip_noise(lines, j)
-                if k > j:
-                    j = k
-                    continue
-                if _MINI_STEP.match(t) or t == "User:" or t == "System:" or t.startswith("Saved trajectory to "):
+                first = t[:1]  # each marker's first character is tested before its pattern (most lines are none)
+                if first.isdigit():  # a LiteLLM block starts with its time (as `_skip_noise` tests)
+                    k = self._skip_noise(lines, j)
+                    if k > j:
+                        j = k
+                        continue
+                if ((first == "m" and _MINI_STEP.match(t)) or t == "User:" or t == "System:"
+                        or t.startswith("Saved trajectory to ")):
                     break
-                if _RULE.match(t):
+                if first == "\u2500" and _RULE.match(t):
                     break
             if user and "<output" in t and "</output" not in t.split("<output", 1)[1]:
                 in_output = True
             elif user and in_output and "</output" in t:
                 in_output = False
-            add(lines[j])
+            add(ln)
             j += 1
         return j
 

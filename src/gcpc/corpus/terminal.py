@@ -474,9 +474,11 @@ def iter_pane(source: bytes | BinaryIO, counter: Counter | None = None, width: i
     in a space that the capture trimmed (then the space is put back). A horizontal rule drawn
     with box characters fills the pane on purpose and is never joined. A genuine line of
     exactly `width` or `width - 1` columns is joined too: the capture cannot tell them apart.
+
+    The same lines as `iter_pane_reference` (tests compare both), faster: the capture is decoded and split
+    a block of lines at a time (`_blocks`, as `iter_stream`), and a line shorter than half the pane is never
+    measured (it cannot be a wrapped row: a character is at most two columns wide).
     """
-    if isinstance(source, bytes):
-        source = io.BytesIO(source)
     counter = counter or Counter()
     parts: list[str] = []
     start = start_byte = end = end_byte = 0
@@ -484,31 +486,41 @@ def iter_pane(source: bytes | BinaryIO, counter: Counter | None = None, width: i
     rule = _RULE.fullmatch
     new = tuple.__new__  # LogLine(...) runs a Python-level __new__; the same tuple, built in C
     lo = width - 1
-    pos = 0
-    # `iter_raw_lines`, `_decode` and `display_width` inlined: a line shorter than half the pane cannot be a
-    # wrapped row (a character is at most two columns wide), so most lines are passed on without measuring them
-    for n, line in enumerate(source):
-        offset = pos
-        pos += len(line)
-        raw = line[:-1] if line[-1:] == b"\n" else line
-        stripped = raw.rstrip(b"\r")
+    n = -1  # index of the last raw line read
+    pos = 0  # byte offset of the next raw line
+    for block in _blocks(source):
+        raws = block.split(b"\n")
         try:
-            text = stripped.decode("utf-8")
+            joined = block.decode("utf-8")  # as decoding line by line: no UTF-8 sequence holds a newline byte
+            texts = joined.split("\n")
+            if "\r" in joined:  # a carriage return never ends a multi-byte sequence: strip after decoding
+                texts = [t.rstrip("\r") for t in texts]
         except UnicodeDecodeError:
-            text, bad = _decode(stripped)
-            counter.invalid_utf8 += bad
-        if parts:
-            if 2 * len(prev) >= lo:
-                w = len(prev) if prev.isascii() else display_width(prev)
-                if lo <= w <= width and not rule(prev):
-                    # a full row, or a wide character that did not fit in the last column; else a trimmed space
-                    parts.append(text if w == width or display_width(text[:1]) == 2 else " " + text)
-                    prev, end, end_byte = text, n, offset + len(raw)
-                    continue
-            yield new(LogLine, (parts[0].rstrip(" ") if len(parts) == 1 else "".join(parts).rstrip(" "),
-                                start + 1, end + 1, start_byte, end_byte))
-        parts = [text]
-        prev, start, start_byte, end, end_byte = text, n, offset, n, offset + len(raw)
+            texts = []
+            for raw in raws:
+                stripped = raw.rstrip(b"\r")
+                try:
+                    texts.append(stripped.decode("utf-8"))
+                except UnicodeDecodeError:
+                    text, bad = _decode(stripped)
+                    counter.invalid_utf8 += bad
+                    texts.append(text)
+        for text, size in zip(texts, map(len, raws)):
+            n += 1
+            offset = pos
+            pos += size + 1
+            if parts:
+                if 2 * len(prev) >= lo:
+                    w = len(prev) if prev.isascii() else display_width(prev)
+                    if lo <= w <= width and not rule(prev):
+                        # a full row, or a wide character that did not fit in the last column; else a trimmed space
+                        parts.append(text if w == width or display_width(text[:1]) == 2 else " " + text)
+                        prev, end, end_byte = text, n, offset + size
+                        continue
+                yield new(LogLine, (parts[0].rstrip(" ") if len(parts) == 1 else "".join(parts).rstrip(" "),
+                                    start + 1, end + 1, start_byte, end_byte))
+            parts = [text]
+            prev, start, start_byte, end, end_byte = text, n, offset, n, offset + size
     if parts:
         yield LogLine("".join(parts).rstrip(" "), start + 1, end + 1, start_byte, end_byte)
 

@@ -35,7 +35,7 @@ import json
 import os
 import re
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -43,6 +43,7 @@ from typing import Any
 
 from gcpc.corpus.guard import allowed, outside_links, read_guarded
 from gcpc.corpus.harbor import display_path
+from gcpc.corpus.ingest import log_fingerprint, remember_fingerprint
 from gcpc.corpus.models import Exclusion, Outcome, Task, Trajectory, VerifierTest
 from gcpc.corpus.parallel import map_ordered
 from gcpc.corpus.size import log_size
@@ -216,21 +217,41 @@ class Scan:
     refused: list[Path] = field(default_factory=list)
 
 
-def scan(runs_dirs: Sequence[Path], root: Sequence[Path]) -> Scan:
+def _scan_one(run: Path, root: Sequence[Path]) -> tuple[list[TrialFolder], list[Batch], list[str], list[Path]]:
+    """`scan_run` of one run with its own notes and refused links (in a worker: all four go back to the parent,
+    trials and batches in one pickle, so each trial still points at its own batch object)."""
+    notes: list[str] = []
+    refused: list[Path] = []
+    trials, batches = scan_run(run, root, notes, refused)
+    return trials, batches, notes, refused
+
+
+def scan(runs_dirs: Sequence[Path], root: Sequence[Path], workers: int = 1) -> Scan:
+    """Every run of every runs folder, scanned in up to `workers` processes (one run per task; the result is
+    the same for any count: runs are visited, and their trials, batches, notes and refused links kept, in order).
+
+    The scan (a folder walk and a results.json per trial, 2,684 trials in the shared set) ran in the parent
+    before any worker started, and bounded what two workers gained; runs are independent, so it runs in the
+    workers too."""
+    order: list[tuple[bool, Path]] = []  # (allowed, run) in visiting order
+    for runs_dir in runs_dirs:
+        if not runs_dir.is_dir():
+            raise FileNotFoundError(f"{display_path(runs_dir, root)}: Terminal-Bench 1 runs folder not found")
+        order += [(allowed(run), run) for run in find_runs(runs_dir)]
+    scanned = iter(map_ordered(partial(_scan_one, root=root), [run for ok, run in order if ok], workers, min_items=1))
     trials: list[TrialFolder] = []
     batches: list[Batch] = []
     notes: list[str] = []
     refused: list[Path] = []
-    for runs_dir in runs_dirs:
-        if not runs_dir.is_dir():
-            raise FileNotFoundError(f"{display_path(runs_dir, root)}: Terminal-Bench 1 runs folder not found")
-        for run in find_runs(runs_dir):
-            if not allowed(run):
-                refused.append(run)
-                continue
-            t, b = scan_run(run, root, notes, refused)
-            trials += t
-            batches += b
+    for ok, run in order:
+        if not ok:
+            refused.append(run)
+            continue
+        t, b, n, r = next(scanned)
+        trials += t
+        batches += b
+        notes += n
+        refused += r
     return Scan(sorted(trials, key=lambda t: t.path.as_posix()), batches, notes, refused)
 
 
@@ -245,14 +266,16 @@ def read_tasks(sc: Scan, root: Sequence[Path], notes: list[str]) -> list[Task]:
     n_reporting: Counter[str] = Counter()
     runs: dict[str, set[str]] = defaultdict(set)
 
-    def see(entry: dict[str, Any], source: str, run: str, per_trial: bool) -> None:
+    def see(entry: dict[str, Any], folder: Path, run: str, per_trial: bool) -> None:
+        """`entry`: a results.json record, from the file in `folder`."""
         task_id = entry.get("task_id")
         if not isinstance(task_id, str) or not SAFE_ID.match(task_id):
             return  # not a task name (empty, a path, '..'): the id comes from folder names
         runs[task_id].add(run)
         if isinstance(entry.get("instruction"), str):
             instructions[task_id][entry["instruction"]] += 1
-            first_source.setdefault(task_id, source)
+            if task_id not in first_source:  # the recorded path of the first file only (not one per trial)
+                first_source[task_id] = display_path(folder / "results.json", root)
         pr = entry.get("parser_results")
         if per_trial and isinstance(pr, dict) and pr:
             n_reporting[task_id] += 1
@@ -260,10 +283,10 @@ def read_tasks(sc: Scan, root: Sequence[Path], notes: list[str]) -> list[Task]:
 
     for tf in sc.trials:
         if tf.result is not None:
-            see(tf.result, display_path(tf.path / "results.json", root), tf.run, per_trial=True)
+            see(tf.result, tf.path, tf.run, per_trial=True)
     for b in sc.batches:
         for entry in b.results:
-            see(entry, display_path(b.path / "results.json", root), b.run, per_trial=False)
+            see(entry, b.path, b.run, per_trial=False)
 
     tasks: list[Task] = []
     for task_id in sorted(instructions):
@@ -464,6 +487,14 @@ def _read_one(tf: TrialFolder, *, by_id: dict[str, Task], roots: Sequence[Path],
     return item
 
 
+def _read_and_fingerprint(read_one: Callable[[TrialFolder], Trajectory | Exclusion],
+                          tf: TrialFolder) -> tuple[Trajectory | Exclusion, str | None]:
+    """`read_one(tf)` and, for a trajectory, its de-duplication fingerprint, hashed here in the worker (the
+    parent's `dedupe` hashed all 42 MB of rendered logs serially after the workers were done)."""
+    item = read_one(tf)
+    return item, (log_fingerprint(item) if isinstance(item, Trajectory) else None)
+
+
 def _slim_batches(batches: Sequence[Batch]) -> dict[int, Batch]:
     """Each batch without its run-level `results` (read by the scan and the task reader only)."""
     return {id(b): replace(b, results=[]) for b in batches}
@@ -479,11 +510,11 @@ def _for_reading(tf: TrialFolder, slim: dict[int, Batch]) -> TrialFolder:
 
 def read_corpus(cfg: dict[str, Any], root: Path, roots: Sequence[Path], workers: int = 1,
                 ) -> tuple[list[Task], list[Trajectory], list[Exclusion], list[str]]:
-    """A Terminal-Bench 1 corpus: `trials_dirs` are folders of runs (every subfolder one run); trials are
-    read in up to `workers` processes (`gcpc.corpus.parallel`: the same result for any count)."""
+    """A Terminal-Bench 1 corpus: `trials_dirs` are folders of runs (every subfolder one run); runs are scanned
+    and trials read in up to `workers` processes (`gcpc.corpus.parallel`: the same result for any count)."""
     dirs = cfg.get("trials_dirs") or cfg.get("tasks_dir") or []
     dirs = [dirs] if isinstance(dirs, str) else list(dirs)
-    sc = scan([root / d for d in dirs], roots)
+    sc = scan([root / d for d in dirs], roots, workers)
     notes = list(sc.notes)
     tasks = read_tasks(sc, roots, notes)
     by_id = {t.task_id: t for t in tasks}
@@ -492,7 +523,7 @@ def read_corpus(cfg: dict[str, Any], root: Path, roots: Sequence[Path], workers:
                        max_chars=cfg.get("render_max_chars"), strict=bool(cfg.get("strict", False)))
     originals = [_for_reading(tf, slim) for slim in [_slim_batches(sc.batches)] for tf in sc.trials
                  if tf.path not in duplicates]
-    read = iter(map_ordered(read_one, originals, workers))
+    read = iter(map_ordered(partial(_read_and_fingerprint, read_one), originals, workers))
     trajectories: list[Trajectory] = []
     exclusions: list[Exclusion] = []
     for tf in sc.trials:
@@ -503,7 +534,9 @@ def read_corpus(cfg: dict[str, Any], root: Path, roots: Sequence[Path], workers:
                 duplicate_of=f"{BENCHMARK}/{orig.run}/{orig.rel}",
                 reason=f"duplicate: byte-identical copy ({', '.join(tf.files)}) of {display_path(orig.path, roots)}"))
             continue
-        item = next(read)
+        item, fingerprint = next(read)
+        if fingerprint is not None:
+            remember_fingerprint(item, fingerprint)
         (exclusions if isinstance(item, Exclusion) else trajectories).append(item)
     exclusions += listed_without_folder(sc, roots)
     exclusions += [Exclusion(path=display_path(p, roots), benchmark=BENCHMARK, source=p.name,

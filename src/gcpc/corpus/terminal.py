@@ -281,6 +281,31 @@ _NOT_SIMPLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]|\r(?!\n|\Z)")
 """In a line: a control character other than carriage return, or a carriage return before the line's end."""
 
 
+def _block_lines(block: bytes, counter: Counter, *, strip_cr: bool = False) -> tuple[list[bytes], list[str], str | None]:
+    """A block's raw lines and their texts (final carriage returns dropped with `strip_cr`), decoded as line by
+    line: no UTF-8 sequence holds a newline byte, nor ends in a carriage return. The third value is the whole
+    decoded block, or None when it held invalid UTF-8 (then each bad line is decoded on its own and counted)."""
+    raws = block.split(b"\n")
+    try:
+        joined = block.decode("utf-8")
+    except UnicodeDecodeError:
+        texts = []
+        for raw in raws:
+            if strip_cr:
+                raw = raw.rstrip(b"\r")
+            try:
+                texts.append(raw.decode("utf-8"))
+            except UnicodeDecodeError:
+                text, bad = _decode(raw)
+                counter.invalid_utf8 += bad
+                texts.append(text)
+        return raws, texts, None
+    texts = joined.split("\n")
+    if strip_cr and "\r" in joined:
+        texts = [t.rstrip("\r") for t in texts]
+    return raws, texts, joined
+
+
 def _blocks(source: bytes | BinaryIO) -> Iterator[bytes]:
     """The raw lines of a stream, about `STREAM_BLOCK` bytes of whole lines at a time, each block without its last
     newline (`block.split(b"\\n")` gives the lines as `iter_raw_lines` does)."""
@@ -324,19 +349,8 @@ def iter_stream(source: bytes | BinaryIO, counter: Counter | None = None) -> Ite
     pos = 0  # byte offset of the next raw line
     i = -1  # index of the last raw line read
     for block in _blocks(source):
-        parts = block.split(b"\n")
-        try:
-            joined = block.decode("utf-8")
-            texts = joined.split("\n")  # as decoding line by line: no UTF-8 sequence holds a newline byte
-        except UnicodeDecodeError:
-            texts = []
-            for part in parts:
-                try:
-                    texts.append(part.decode("utf-8"))
-                except UnicodeDecodeError:
-                    text, bad = _decode(part)
-                    counter.invalid_utf8 += bad
-                    texts.append(text)
+        parts, texts, joined = _block_lines(block, counter)
+        if joined is None:
             joined = "\n".join(texts)
         lens = list(map(len, parts))
         # the lines that are not simple: one search over the block per such line (a search per line was
@@ -489,22 +503,7 @@ def iter_pane(source: bytes | BinaryIO, counter: Counter | None = None, width: i
     n = -1  # index of the last raw line read
     pos = 0  # byte offset of the next raw line
     for block in _blocks(source):
-        raws = block.split(b"\n")
-        try:
-            joined = block.decode("utf-8")  # as decoding line by line: no UTF-8 sequence holds a newline byte
-            texts = joined.split("\n")
-            if "\r" in joined:  # a carriage return never ends a multi-byte sequence: strip after decoding
-                texts = [t.rstrip("\r") for t in texts]
-        except UnicodeDecodeError:
-            texts = []
-            for raw in raws:
-                stripped = raw.rstrip(b"\r")
-                try:
-                    texts.append(stripped.decode("utf-8"))
-                except UnicodeDecodeError:
-                    text, bad = _decode(stripped)
-                    counter.invalid_utf8 += bad
-                    texts.append(text)
+        raws, texts, _ = _block_lines(block, counter, strip_cr=True)
         for text, size in zip(texts, map(len, raws)):
             n += 1
             offset = pos

@@ -134,7 +134,7 @@ def synthesize(n: int, seed: int, work: Path) -> dict[str, int]:
     # annotations: 2,000 trajectories rated by 3 annotators, pairs within tasks, criteria for 500
     ann_dir = work / "data" / "bench" / "annotations"
     ann_dir.mkdir(parents=True, exist_ok=True)
-    rated = g.sample(2000, random_state=seed)
+    rated = g.sample(min(2000, len(g)), random_state=seed)
     recs = [{"meta": {"illustrative": True, "description": "synthetic benchmark annotations"}}]
     for tid, v in zip(rated["trajectory_id"], rated["gcpc_plain"].fillna(0), strict=True):
         for a in ("A1", "A2", "A3"):

@@ -7,6 +7,7 @@ with undefined values as None (never NaN), so it can go straight into DVC metric
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from typing import Any
@@ -27,6 +28,7 @@ from gcpc.analysis.common import (
     zero_evidence_list,
     zero_evidence_text,
 )
+from gcpc.analysis.parallel import run_parts
 from gcpc.analysis.stats import (
     BootstrapResult,
     clustered_auc_bootstrap,
@@ -314,46 +316,55 @@ def rq1(metrics: pd.DataFrame, cfg: dict[str, Any] | None = None) -> dict[str, A
 
     extra = [s for s in dict.fromkeys((c["headline_score"], c["reference_score"]))
              if s not in scores and s in metrics.columns]
+    arm_rows_of = {arm: rows[rows["arm"] == arm] for arm in arms}
     prepared: dict[tuple[str, str], pd.DataFrame] = {}
-    for arm in arms:
-        arm_rows = rows[rows["arm"] == arm]
-        result["arms"][arm] = {}
-        result["by_condition"][arm] = {}
-        for score in scores:
-            if arm_rows[score].isna().all():
-                result["arms"][arm][score] = _not_produced(arm_rows, score)
-                result["by_condition"][arm][score] = {}
-                continue
-            vals, info = score_values(arm_rows, score, zes)
-            prepared[(arm, score)] = vals
-            entry = _auc_entry(vals, score, boot)
-            entry.update(info)
-            result["arms"][arm][score] = entry
-            by_cond: dict[str, Any] = {}
-            for cond in sorted(vals["condition"].astype(str).unique().tolist()):
-                by_cond[cond] = _auc_entry(vals[vals["condition"].astype(str) == cond], score, boot)
-            result["by_condition"][arm][score] = by_cond
-        for score in extra:
+    infos: dict[tuple[str, str], dict[str, Any]] = {}
+    for arm, arm_rows in arm_rows_of.items():
+        for score in [*scores, *extra]:
             if not arm_rows[score].isna().all():
-                prepared[(arm, score)] = score_values(arm_rows, score, zes)[0]
+                prepared[(arm, score)], infos[(arm, score)] = score_values(arm_rows, score, zes)
 
-        # Within-arm deltas need both scores defined on the same rows.
-        produced = [s for s in scores if (arm, s) in prepared]
-        if len(produced) > 1:
-            base = produced[0]
-            for other in produced[1:]:
-                both = arm_rows.copy()
-                for s in (base, other):
-                    both = score_values(both, s, zes)[0]
-                entry = {"arm": arm, "a": other, "b": base, **_delta_entry(both, other, base, boot)}
-                result["deltas"]["within_arm"].append(entry)
+    def entries() -> tuple[dict[str, Any], dict[str, Any]]:
+        per_arm: dict[str, Any] = {}
+        by_condition: dict[str, Any] = {}
+        for arm, arm_rows in arm_rows_of.items():
+            per_arm[arm], by_condition[arm] = {}, {}
+            for score in scores:
+                if (arm, score) not in prepared:
+                    per_arm[arm][score] = _not_produced(arm_rows, score)
+                    by_condition[arm][score] = {}
+                    continue
+                vals = prepared[(arm, score)]
+                entry = _auc_entry(vals, score, boot)
+                entry.update(infos[(arm, score)])
+                per_arm[arm][score] = entry
+                by_cond: dict[str, Any] = {}
+                for cond in sorted(vals["condition"].astype(str).unique().tolist()):
+                    by_cond[cond] = _auc_entry(vals[vals["condition"].astype(str) == cond], score, boot)
+                by_condition[arm][score] = by_cond
+        return per_arm, by_condition
 
-    for score in scores:
+    def within_arm_deltas() -> list[dict[str, Any]]:
+        out = []
+        for arm, arm_rows in arm_rows_of.items():
+            # Within-arm deltas need both scores defined on the same rows.
+            produced = [s for s in scores if (arm, s) in prepared]
+            if len(produced) > 1:
+                base = produced[0]
+                for other in produced[1:]:
+                    both = arm_rows.copy()
+                    for s in (base, other):
+                        both = score_values(both, s, zes)[0]
+                    out.append({"arm": arm, "a": other, "b": base, **_delta_entry(both, other, base, boot)})
+        return out
+
+    def between_arm_deltas(score: str) -> list[dict[str, Any]]:
+        out = []
         for a, b in itertools.combinations(arms, 2):
             entry: dict[str, Any] = {"score": score, "a": a, "b": b}
             if (a, score) not in prepared or (b, score) not in prepared:
                 entry.update(n=0, delta=None, ci_low=None, ci_high=None, skipped=f"{score} missing in one arm")
-                result["deltas"]["between_arms"].append(entry)
+                out.append(entry)
                 continue
             left = prepared[(a, score)][["trajectory_id", CLUSTER, LABEL, score]]
             right = prepared[(b, score)][["trajectory_id", score]]
@@ -362,10 +373,19 @@ def rq1(metrics: pd.DataFrame, cfg: dict[str, Any] | None = None) -> dict[str, A
                 entry.update(n=0, delta=None, ci_low=None, ci_high=None, skipped="no shared trajectories")
             else:
                 entry.update(_delta_entry(joined, f"{score}_a", f"{score}_b", boot))
-            result["deltas"]["between_arms"].append(entry)
+            out.append(entry)
+        return out
 
-    result["reference"] = reference_deltas(prepared, c, arms)
-    result["perfect_agreement"] = perfect_agreement(rows, zes)
+    # the single AUCs and each set of paired deltas are independent: side by side where there are cores
+    # (gcpc.analysis.parallel)
+    parts = run_parts({"entries": entries, "within_arm": within_arm_deltas}
+                      | {f"between {score}": functools.partial(between_arm_deltas, score) for score in scores}
+                      | {"reference": lambda: reference_deltas(prepared, c, arms), "perfect": lambda: perfect_agreement(rows, zes)})
+    result["arms"], result["by_condition"] = parts["entries"]
+    result["deltas"] = {"within_arm": parts["within_arm"],
+                        "between_arms": [e for score in scores for e in parts[f"between {score}"]]}
+    result["reference"] = parts["reference"]
+    result["perfect_agreement"] = parts["perfect"]
     result["zero_evidence_excluded"] = zero_evidence_list(rows) if zes is None else []
     return _jsonable(result)
 

@@ -12,6 +12,7 @@ criteria: agreement of the judge's item labels with the annotators' majority lab
 
 from __future__ import annotations
 
+import functools
 import sys
 from typing import Any
 
@@ -43,6 +44,7 @@ from gcpc.analysis.common import (
     resolve_data_path,
     with_method_arm,
 )
+from gcpc.analysis.parallel import run_parts
 from gcpc.analysis.stats import (
     UndefinedStatistic,
     alpha_bootstrap,
@@ -277,8 +279,9 @@ def rq2(metrics: pd.DataFrame, ann: Annotations | None, cfg: dict[str, Any] | No
     means = {q: prog[prog["question"] == q].groupby("trajectory_id").agg(mean_rating=("rating", "mean"),
                                                                           n_annotators=("rating", "size")).reset_index()
              for q in PROGRESS}
-    methods = []
-    for name, vals in method_scores(metrics, c).items():
+    scored = method_scores(metrics, c)
+
+    def method_entry(name: str, vals: pd.DataFrame) -> dict[str, Any]:
         lookup = dict(zip(vals["trajectory_id"].tolist(), vals["value"].tolist(), strict=True))  # not row by row over Arrow
         entry: dict[str, Any] = {"method": name, "arm": vals["arm"].iloc[0] if len(vals) else None,
                                  "score": vals["score"].iloc[0] if len(vals) else None,
@@ -289,16 +292,23 @@ def rq2(metrics: pd.DataFrame, ann: Annotations | None, cfg: dict[str, Any] | No
         for q in PROGRESS:
             entry[q] = _spearman_entry(vals[["trajectory_id", "task_id", "value"]], means[q][["trajectory_id", "mean_rating"]], boot) \
                 if len(means[q]) else {"n": 0, "rho": None, "ci_low": None, "ci_high": None, "skipped": f"no {q} ratings"}
-        methods.append(entry)
-    result["methods"] = methods
-    outcome_of = metrics.drop_duplicates("trajectory_id").set_index("trajectory_id")["outcome"].astype(str)
-    result["rating_by_outcome"] = {q: rating_by_outcome(means[q], outcome_of, task_of, boot) for q in PROGRESS}
-    result["alpha"] = {q: _alpha_entry(prog[prog["question"] == q], ["trajectory_id"], "rating", "interval", boot) for q in PROGRESS}
-    result["alpha"]["Q3"] = _alpha_entry(crit, ["trajectory_id", "item_id"], "label", "nominal", boot, codes=LABEL_CODES)
-    arms = sorted({m["arm"] for m in methods if m["arm"]})
-    hashes = with_method_arm(metrics, c["default_variants"])
-    hashes = hashes[["trajectory_id", "arm", "checklist_hash"]] if "checklist_hash" in hashes.columns else None
-    result["item_agreement"] = item_agreement(labels, crit, arms, hashes)
+        return entry
+
+    def agreement() -> dict[str, Any]:
+        outcome_of = metrics.drop_duplicates("trajectory_id").set_index("trajectory_id")["outcome"].astype(str)
+        alpha = {q: _alpha_entry(prog[prog["question"] == q], ["trajectory_id"], "rating", "interval", boot) for q in PROGRESS}
+        alpha["Q3"] = _alpha_entry(crit, ["trajectory_id", "item_id"], "label", "nominal", boot, codes=LABEL_CODES)
+        arms = sorted({vals["arm"].iloc[0] for vals in scored.values() if len(vals) and vals["arm"].iloc[0]})
+        hashes = with_method_arm(metrics, c["default_variants"])
+        hashes = hashes[["trajectory_id", "arm", "checklist_hash"]] if "checklist_hash" in hashes.columns else None
+        return {"rating_by_outcome": {q: rating_by_outcome(means[q], outcome_of, task_of, boot) for q in PROGRESS},
+                "alpha": alpha, "item_agreement": item_agreement(labels, crit, arms, hashes)}
+
+    # each method's correlations and the annotators' own agreement are independent: side by side where there are cores
+    parts = run_parts({"agreement": agreement} | {f"method {name}": functools.partial(method_entry, name, vals)
+                                                  for name, vals in scored.items()})
+    result["methods"] = [parts[f"method {name}"] for name in scored]
+    result.update(parts["agreement"])
     return jsonable(result)
 
 
@@ -405,13 +415,19 @@ def run(params: dict[str, Any]) -> dict[str, Any]:
         why = "analysis.rq2.annotations is not set"
     elif not path.exists():
         why = f"annotation file {path} not found"
-    else:
-        ann = read_annotations(path)
-    source_paths = None
-    if ann is not None and TRAJECTORIES.exists():
+
+    def read_source_paths() -> dict[str, str] | None:
+        if path is None or not path.exists() or not TRAJECTORIES.exists():
+            return None
         meta = read_trajectory_meta(TRAJECTORIES)
-        source_paths = dict(zip(meta["source_path"].astype(str).tolist(), meta["trajectory_id"].astype(str).tolist(), strict=True))
-    labels = pd.read_parquet(LABELS) if LABELS.exists() else None
+        return dict(zip(meta["source_path"].astype(str).tolist(), meta["trajectory_id"].astype(str).tolist(), strict=True))
+
+    # three independent reads, side by side where there are cores (gcpc.analysis.parallel)
+    inputs = run_parts({"annotations": lambda: read_annotations(path) if why is None else None,
+                        "source_paths": read_source_paths,
+                        "labels": lambda: pd.read_parquet(LABELS) if LABELS.exists() else None})
+    ann, labels = inputs["annotations"], inputs["labels"]
+    source_paths = inputs["source_paths"] if ann is not None else None
     result = rq2(metrics, ann, cfg, source_paths=source_paths, labels=labels, unavailable=why)
     write_result_files("rq2", result, compact(result), table2_markdown(result), table2_latex(result), TABLE_MD.stem)
     save_figure(rq2_figure(result), FIGURE)

@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from gcpc.analysis.annotations import TrajectoryResolver
+from gcpc.analysis.parallel import run_parts
 from gcpc.analysis.common import (
     ANALYZE,
     FIGURES,
@@ -430,8 +431,9 @@ def run(params: dict[str, Any]) -> dict[str, Any]:
     from gcpc.report.figures import fig5, save_figure
 
     c = resolve_analysis(params.get("analysis"), params.get("arm"))
-    metrics = pd.read_parquet(METRICS)
-    meta = read_trajectory_meta(TRAJECTORIES)
+    # two independent reads, side by side where there are cores (gcpc.analysis.parallel)
+    inputs = run_parts({"meta": lambda: read_trajectory_meta(TRAJECTORIES), "metrics": lambda: pd.read_parquet(METRICS)})
+    metrics, meta = inputs["metrics"], inputs["meta"]
     explicit, source = None, None
     for rel in c["rq3"]["pairs_files"]:
         path = resolve_data_path(params, rel)
@@ -443,14 +445,16 @@ def run(params: dict[str, Any]) -> dict[str, Any]:
     summ = json.loads((REJUDGE / "summary.json").read_text(encoding="utf-8")) if (REJUDGE / "summary.json").exists() else None
     result = rq3(metrics, meta, c, explicit_pairs=explicit, pairs_source=source, ingest_excluded=ingest_excluded,
                  rejudge_scores=rs, rejudge_summary=summ)
-    write_result_files("rq3", result, compact(result), table_markdown(result), table_latex(result), TABLE_MD.stem)
     pairs = pd.DataFrame(result["pairs"], columns=["with_id", "without_id", "transition"])
     meta_keys = meta.set_index("trajectory_id")
     pairs["task_id"] = pairs["with_id"].map(meta_keys["task_id"]) if len(pairs) else pd.Series(dtype=object)
     deltas = pair_deltas(metrics, pairs, c)
     DELTAS.parent.mkdir(parents=True, exist_ok=True)
-    write_csv(deltas, DELTAS)  # = to_csv(index=False, float_format='%.6g'), byte for byte
-    save_figure(fig5(deltas, result), FIGURE)
+    # the figure and the files are independent: written side by side where there are cores
+    run_parts({"figure": lambda: save_figure(fig5(deltas, result), FIGURE),
+               "files": lambda: (write_result_files("rq3", result, compact(result), table_markdown(result), table_latex(result),
+                                                    TABLE_MD.stem),
+                                 write_csv(deltas, DELTAS))})  # = to_csv(index=False, float_format='%.6g'), byte for byte
     return result
 
 

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 from collections.abc import Iterable
@@ -23,6 +24,7 @@ from typing import Any, get_args
 import numpy as np
 import pandas as pd
 
+from gcpc.analysis.parallel import run_parts
 from gcpc.analysis.common import (
     zero_evidence_count_text,
     zero_evidence_counts,
@@ -265,24 +267,31 @@ def rq4(metrics: pd.DataFrame, labels: pd.DataFrame | None, rq1_result: dict[str
     panel_b: dict[str, Any] = {}
     recode: dict[str, Any] = {}
     label_arms = sorted(labels["arm"].astype(str).unique().tolist()) if labels is not None and len(labels) else []
-    for arm in label_arms:
+
+    def arm_panels(arm: str) -> tuple[dict[str, Any], dict[str, Any]] | None:
         items = LabelCounts(labels, arm)
         if not len(items):
-            continue
+            return None
         ze = items.zero_evidence_ids() if zes is None else frozenset()
         cells = {}
         for endpoint, prop in CELLS:
             f = _frame(items.scores(outcomes, endpoint=endpoint, propagation=prop), meta, zes, ze)
             cells[_cell_name(endpoint, prop)] = {"endpoint": endpoint, "pass_propagation": prop, **separation_entry(f, boot)}
-        panel_b[arm] = cells
         plain = _frame(items.scores(outcomes, endpoint=False, propagation=False, outcome_step=False), meta, zes, ze)
         plain_no = _frame(items.scores(outcomes, endpoint=False, propagation=False, outcome_step=False,
                                        abstain_as_no=True), meta, zes, ze)
         out_std = _frame(items.scores(outcomes, endpoint=conf_endpoint, propagation=conf_prop), meta, zes, ze)
         out_no = _frame(items.scores(outcomes, endpoint=conf_endpoint, propagation=conf_prop, abstain_as_no=True), meta, zes, ze)
-        recode[arm] = {kind: {setting: {"auc": _auc_ci(f, boot), "separation": separation_entry(f, boot)}
-                              for setting, f in (("standard", std), ("abstain_as_no", rec))}
-                       for kind, std, rec in (("plain", plain, plain_no), ("outcome", out_std, out_no))}
+        recoded = {kind: {setting: {"auc": _auc_ci(f, boot), "separation": separation_entry(f, boot)}
+                          for setting, f in (("standard", std), ("abstain_as_no", rec))}
+                   for kind, std, rec in (("plain", plain, plain_no), ("outcome", out_std, out_no))}
+        return cells, recoded
+
+    # one part per arm, side by side where there are cores (gcpc.analysis.parallel)
+    per_arm = run_parts({arm: functools.partial(arm_panels, arm) for arm in label_arms})
+    for arm in label_arms:
+        if per_arm[arm] is not None:
+            panel_b[arm], recode[arm] = per_arm[arm]
     result["panel_b"] = panel_b
     result["panel_c"] = {"abstain_as_no": recode}
     if controls is None:

@@ -50,6 +50,7 @@ from gcpc.analysis.common import (
     zero_evidence_text,
 )
 from gcpc.analysis.stats import UndefinedStatistic, alpha_bootstrap, clustered_spearman_bootstrap, reliability_matrix, sign_test
+from gcpc.analysis.parallel import run_parts
 
 LABEL_CODES = {"Yes": 0.0, "No": 1.0, "Abstain": 2.0}
 BY_CONSTRUCTION_ALPHA = ("the judge is a deterministic provider: the passes are identical by construction, so alpha = 1 "
@@ -232,12 +233,16 @@ def rq5(metrics: pd.DataFrame, cfg: dict[str, Any] | None = None, *, rejudge_sco
         rejudge_labels: pd.DataFrame | None = None, rejudge_summary: dict[str, Any] | None = None) -> dict[str, Any]:
     c = resolve_analysis(cfg)
     c["scores"] = active_scores(metrics, c)
+    # three independent parts, side by side where there are cores (gcpc.analysis.parallel); the longest first
+    parts = run_parts({"judge_swap": lambda: judge_swap(rejudge_scores, rejudge_summary, c),
+                       "reliability": lambda: reliability(rejudge_scores, rejudge_labels, rejudge_summary, c),
+                       "pair_diagnosis": lambda: pair_diagnosis(metrics, c)})
     result = {"config": {k: c[k] for k in ("scores", "zero_evidence_score", "bootstrap", "rq5")},
               "judges": judge_identity(with_method_arm(metrics, c["default_variants"])),
-              "reliability": reliability(rejudge_scores, rejudge_labels, rejudge_summary, c),
-              "judge_swap": judge_swap(rejudge_scores, rejudge_summary, c),
+              "reliability": parts["reliability"],
+              "judge_swap": parts["judge_swap"],
               "transfer": transfer_table(list(c["rq5"]["transfer_table"])),
-              "pair_diagnosis": pair_diagnosis(metrics, c),
+              "pair_diagnosis": parts["pair_diagnosis"],
               "zero_evidence_counts": zero_evidence_counts(with_method_arm(metrics, c["default_variants"]))}
     return jsonable(result)
 

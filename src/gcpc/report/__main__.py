@@ -10,6 +10,7 @@ import pandas as pd
 
 from gcpc.analysis.common import judge_identity, with_method_arm
 from gcpc.params import load_params, stage_args
+from gcpc.analysis.parallel import run_parts
 from gcpc.report.figures import fig4, forest_plot, judge_label, save_figure, score_by_outcome_plot
 
 METRICS = Path("data/processed/finalize/metrics.parquet")
@@ -26,11 +27,15 @@ def main() -> int:
             return 2
     result = json.loads(RQ1.read_text(encoding="utf-8"))
     metrics = pd.read_parquet(METRICS)
-    written = save_figure(forest_plot(result, judge_label(params)), FIG_DIR / "rq1_auc_forest")
     # Same config the numbers were computed with, so the plot cannot disagree with the table.
     methods = with_method_arm(metrics, result["config"].get("default_variants", []))
-    written += save_figure(score_by_outcome_plot(methods, result["config"]), FIG_DIR / "score_by_outcome")
-    written += save_figure(fig4(result, judge_identity(methods)), FIG_DIR / "fig4_auc")
+    # three independent figures, drawn side by side where there are cores (gcpc.analysis.parallel); the longest first
+    drawn = run_parts({
+        "score_by_outcome": lambda: save_figure(score_by_outcome_plot(methods, result["config"]), FIG_DIR / "score_by_outcome"),
+        "rq1_auc_forest": lambda: save_figure(forest_plot(result, judge_label(params)), FIG_DIR / "rq1_auc_forest"),
+        "fig4_auc": lambda: save_figure(fig4(result, judge_identity(methods)), FIG_DIR / "fig4_auc"),
+    })
+    written = [*drawn["rq1_auc_forest"], *drawn["score_by_outcome"], *drawn["fig4_auc"]]
     print("report: wrote " + ", ".join(str(p) for p in written))
     return 0
 

@@ -170,16 +170,74 @@ def score_by_outcome_plot(metrics: pd.DataFrame, cfg: dict[str, Any] | None = No
 
 
 def save_figure(fig: Figure, stem: str | Path) -> list[Path]:
-    """Write `<stem>.png` and `<stem>.pdf` with metadata stripped, so reruns are byte-identical."""
+    """Write `<stem>.png` and `<stem>.pdf` with metadata stripped, so reruns are byte-identical.
+
+    Each format draws the whole figure again; where a second core and `os.fork` exist (Linux), a
+    forked child draws the PNG while this process draws the PDF (the same bytes as one after the
+    other: the drawing is deterministic and the child gets a copy of the figure)."""
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     png, pdf = stem.with_suffix(".png"), stem.with_suffix(".pdf")
     with matplotlib.rc_context(RC):
-        with atomic_path(png) as _tmp:
-            fig.savefig(_tmp, dpi=DPI, format="png", metadata=PNG_METADATA)
-        with atomic_path(pdf) as _tmp:
-            fig.savefig(_tmp, dpi=DPI, format="pdf", metadata=PDF_METADATA)
+        if _can_fork():
+            with atomic_path(png) as png_tmp:
+                child = _ForkedSave(fig, png_tmp)
+                try:
+                    with atomic_path(pdf) as pdf_tmp:
+                        fig.savefig(pdf_tmp, dpi=DPI, format="pdf", metadata=PDF_METADATA)
+                finally:
+                    child.wait(png)
+        else:
+            with atomic_path(png) as png_tmp:
+                fig.savefig(png_tmp, dpi=DPI, format="png", metadata=PNG_METADATA)
+            with atomic_path(pdf) as pdf_tmp:
+                fig.savefig(pdf_tmp, dpi=DPI, format="pdf", metadata=PDF_METADATA)
     return [png, pdf]
+
+
+FORK_ENV = "GCPC_FIGURE_FORK"
+"""Set to 0 to draw the PNG and the PDF one after the other in this process."""
+
+
+def _can_fork() -> bool:
+    import os
+    import sys
+
+    return (sys.platform == "linux" and hasattr(os, "fork") and (os.cpu_count() or 1) > 1
+            and os.environ.get(FORK_ENV, "1") != "0")
+
+
+class _ForkedSave:
+    """A child process writing the figure's PNG to `tmp`; `wait` raises with the child's traceback."""
+
+    def __init__(self, fig: Figure, tmp: Path):
+        import os
+
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # child: draw, report any error on the pipe, leave without running the parent's cleanup
+            os.close(read_end)
+            code = 0
+            try:
+                fig.savefig(tmp, dpi=DPI, format="png", metadata=PNG_METADATA)
+            except BaseException:
+                import traceback
+
+                os.write(write_end, traceback.format_exc().encode("utf-8", "replace")[-65536:])
+                code = 1
+            os._exit(code)
+        os.close(write_end)
+        self.pid, self.read_end = pid, read_end
+
+    def wait(self, target: Path) -> None:
+        import os
+
+        with os.fdopen(self.read_end, "rb") as fh:
+            err = fh.read().decode("utf-8", "replace")
+        _, status = os.waitpid(self.pid, 0)
+        if status != 0:
+            reason = err.strip() or f"the drawing process ended with wait status {status}"
+            raise RuntimeError(f"{target}: drawing the PNG failed\n{reason}")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,128 @@
+"""Independent parts of one stage, computed side by side in forked processes (Linux, more than one core).
+
+An analysis stage loads its inputs once and then computes parts that read them but not each other
+(RQ5's reliability, judge swap and pair diagnosis; the RQ1 figures). A child forked after loading
+already holds the inputs, so only its result travels back, pickled through a pipe. The parent
+computes one part itself while the children run, and returns the results in the order given: the
+same values as computed one after the other in one process (the parts are pure; tests compare
+both). `GCPC_ANALYSIS_WORKERS=1` computes every part in this process; elsewhere than Linux, or on
+one core, that is the default.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+WORKERS_ENV = "GCPC_ANALYSIS_WORKERS"
+
+
+def worker_count() -> int:
+    """Processes to use at once: GCPC_ANALYSIS_WORKERS, else the CPU count (1 where fork is unavailable)."""
+    if sys.platform != "linux" or not hasattr(os, "fork"):
+        return 1
+    raw = os.environ.get(WORKERS_ENV, "").strip()
+    if raw:
+        try:
+            n = int(raw)
+        except ValueError:
+            raise ValueError(f"{WORKERS_ENV}={raw!r}: expected a whole number of processes") from None
+        if n < 1:
+            raise ValueError(f"{WORKERS_ENV}={raw!r}: at least 1 process")
+        return n
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+
+
+class PartFailed(RuntimeError):
+    """A part's process ended without a result, or raised an exception that does not pickle."""
+
+
+class _Child:
+    def __init__(self, name: str, part: Callable[[], Any]):
+        read_end, write_end = os.pipe()
+        for stream in (sys.stdout, sys.stderr):  # nothing buffered before the fork is written twice
+            stream.flush()
+        pid = os.fork()
+        if pid == 0:
+            os.close(read_end)
+            code = 0
+            try:
+                payload = pickle.dumps(("ok", part()), protocol=pickle.HIGHEST_PROTOCOL)
+            except BaseException as exc:  # noqa: BLE001 - reported to the parent, which raises it
+                code = 1
+                try:
+                    payload = pickle.dumps(("error", exc, traceback.format_exc()))
+                except Exception:  # an exception that does not pickle: its text instead
+                    payload = pickle.dumps(("error", None, f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"))
+            try:
+                with os.fdopen(write_end, "wb") as fh:
+                    fh.write(payload)
+                sys.stdout.flush()
+                sys.stderr.flush()
+            finally:
+                os._exit(code)  # no atexit handlers or parent cleanup in the child
+        os.close(write_end)
+        self.name, self.pid, self.read_end = name, pid, read_end
+
+    def result(self) -> Any:
+        with os.fdopen(self.read_end, "rb") as fh:
+            payload = fh.read()
+        _, status = os.waitpid(self.pid, 0)
+        if not payload:
+            raise PartFailed(f"part '{self.name}': its process ended without a result (wait status {status})")
+        message = pickle.loads(payload)
+        if message[0] == "error":
+            _, exc, text = message
+            if exc is None:
+                raise PartFailed(f"part '{self.name}' failed in its process:\n{text}")
+            exc.add_note(f"(raised in the process computing part '{self.name}':\n{text.rstrip()})")
+            raise exc  # the part's own exception, as if computed here
+        return message[1]
+
+
+def run_parts(parts: dict[str, Callable[[], Any]], workers: int | None = None) -> dict[str, Any]:
+    """{name: part()} for every part, at most `workers` processes at once (this one included)."""
+    n = worker_count() if workers is None else max(1, int(workers))
+    names = list(parts)
+    if n == 1 or len(names) < 2:
+        return {name: parts[name]() for name in names}
+    results: dict[str, Any] = {}
+    children: list[_Child] = []
+    queue = list(names)
+    try:
+        while queue or children:
+            while queue and len(children) < n - 1:
+                name = queue.pop(0)
+                children.append(_Child(name, parts[name]))
+            if queue:  # this process takes the next part itself, then collects the children already done
+                name = queue.pop(0)
+                results[name] = parts[name]()
+                done = _finished(children)
+            else:
+                done = [children[0]]
+            for child in done:
+                children.remove(child)
+                results[child.name] = child.result()
+    finally:
+        for child in children:  # an error above: leave no process behind
+            try:
+                os.kill(child.pid, 9)
+                os.waitpid(child.pid, 0)
+                os.close(child.read_end)
+            except OSError:
+                pass
+    return {name: results[name] for name in names}
+
+
+def _finished(children: list[_Child]) -> list[_Child]:
+    """Children whose pipe is readable: writing their result, or ended."""
+    import select
+
+    if not children:
+        return []
+    readable, _, _ = select.select([c.read_end for c in children], [], [], 0)
+    return [c for c in children if c.read_end in readable]

@@ -100,9 +100,12 @@ def synthesize(n: int, seed: int, work: Path) -> dict[str, int]:
     labels.to_parquet(proc / "finalize" / "labels.parquet", index=False)
     from gcpc.io import canonical_json
 
+    from gcpc.corpus.meta import FILE_NAME, write_trajectory_meta
+
     with (proc / "ingest" / "trajectories.jsonl").open("w", encoding="utf-8") as fh:
         for t in traj:  # as the ingest stage writes them (canonical JSON), without events
             fh.write(canonical_json(t) + "\n")
+    write_trajectory_meta(proc / "ingest" / FILE_NAME, traj)  # and their metadata table, as the ingest stage writes it
 
     # repeated judging (3 passes, some label noise) and a swap judge, for the gcpc arm
     g = metrics[metrics["arm"] == "gcpc"].reset_index(drop=True)

@@ -8,7 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from gcpc.analysis.common import META_KEYS, read_trajectory_meta
+from gcpc.analysis.common import read_trajectory_meta
+from gcpc.corpus.meta import META_KEYS
 from gcpc.corpus.models import Event, EventKind, Outcome, SourceRef, Trajectory
 from gcpc.io import write_jsonl
 
@@ -76,3 +77,35 @@ def test_equal_to_a_whole_parse_on_the_demo_ingest(tmp_path):
     got = read_trajectory_meta(path)
     assert len(got) >= 40
     pd.testing.assert_frame_equal(got, whole_parse(path))
+
+
+def test_the_ingest_meta_table_equals_the_parse_and_is_read_first(tmp_path):
+    """trajectory_meta.parquet (written by ingest) holds what read_trajectory_meta parses, and the
+    analyses read it instead of trajectories.jsonl when it is there."""
+    from gcpc.analysis.common import load_trajectory_meta
+    from gcpc.corpus.meta import read_trajectory_meta_table, write_trajectory_meta
+
+    rows = [traj("b", ["x"], source="ünïcode ✓"), traj("a", [], condition="without_skills"),
+            traj("c", ["y"], outcome=Outcome(status="other"))]
+    jsonl, table = tmp_path / "trajectories.jsonl", tmp_path / "trajectory_meta.parquet"
+    write_jsonl(jsonl, sorted(rows, key=lambda t: t.trajectory_id))
+    assert write_trajectory_meta(table, rows) == 3
+    pd.testing.assert_frame_equal(read_trajectory_meta_table(table), read_trajectory_meta(jsonl))
+    first = table.read_bytes()
+    write_trajectory_meta(table, list(reversed(rows)))
+    assert table.read_bytes() == first  # sorted by id, byte-deterministic
+
+    jsonl.write_text("{not json\n", encoding="utf-8")  # the table is read, the JSONL never opened
+    assert load_trajectory_meta(table, jsonl)["trajectory_id"].tolist() == ["a", "b", "c"]
+    table.unlink()
+    with pytest.raises(ValueError, match="invalid JSON"):  # no table (older ingest outputs): the JSONL is parsed
+        load_trajectory_meta(table, jsonl)
+
+
+def test_a_meta_table_without_a_column_names_the_file(tmp_path):
+    from gcpc.corpus.meta import read_trajectory_meta_table
+
+    path = tmp_path / "trajectory_meta.parquet"
+    pd.DataFrame({"trajectory_id": ["a"], "benchmark": ["b"]}).to_parquet(path)
+    with pytest.raises(ValueError, match=r"trajectory_meta.parquet: column\(s\) task_id, .* missing"):
+        read_trajectory_meta_table(path)

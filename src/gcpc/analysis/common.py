@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from gcpc.corpus.meta import FILE_NAME as META_FILE
+from gcpc.corpus.meta import META_KEYS, read_trajectory_meta_table
 from gcpc.io import iter_jsonl
 
 from gcpc.paths import ANALYZE, CONTROLS, FIGURES, FINALIZE, INGEST, REJUDGE  # noqa: F401 (re-exported to the RQ modules)
@@ -25,6 +27,7 @@ from gcpc.paths import METRICS as METRICS_DIR
 METRICS = FINALIZE / "metrics.parquet"
 LABELS = FINALIZE / "labels.parquet"
 TRAJECTORIES = INGEST / "trajectories.jsonl"
+TRAJECTORY_META = INGEST / META_FILE
 INGEST_EXCLUSIONS = INGEST / "exclusions.jsonl"
 
 DEFAULTS: dict[str, Any] = {
@@ -219,7 +222,12 @@ def judge_identity(metrics: pd.DataFrame) -> dict[str, str]:
 # --------------------------------------------------------------------------- inputs
 
 
-META_KEYS = ("trajectory_id", "benchmark", "task_id", "harness", "model", "condition", "source", "trial", "source_path")
+def load_trajectory_meta(meta: Path = TRAJECTORY_META, trajectories: Path = TRAJECTORIES) -> pd.DataFrame:
+    """Trajectory metadata: the ingest's trajectory_meta.parquet (no events to skip), or, for ingest
+    outputs written before that table existed, parsed from trajectories.jsonl (`read_trajectory_meta`)."""
+    if Path(meta).exists():
+        return read_trajectory_meta_table(meta)
+    return read_trajectory_meta(trajectories)
 
 
 def read_trajectory_meta(path: Path = TRAJECTORIES) -> pd.DataFrame:

@@ -32,6 +32,7 @@ from gcpc.analysis.common import (
     LABELS,
     METRICS,
     TRAJECTORIES,
+    TRAJECTORY_META,
     fmt,
     fmt_ci,
     judge_identity,
@@ -39,7 +40,7 @@ from gcpc.analysis.common import (
     jsonable,
     latex_table,
     markdown_table,
-    read_trajectory_meta,
+    load_trajectory_meta,
     resolve_analysis,
     resolve_data_path,
     with_method_arm,
@@ -417,9 +418,9 @@ def run(params: dict[str, Any]) -> dict[str, Any]:
         why = f"annotation file {path} not found"
 
     def read_source_paths() -> dict[str, str] | None:
-        if path is None or not path.exists() or not TRAJECTORIES.exists():
+        if path is None or not path.exists() or not (TRAJECTORY_META.exists() or TRAJECTORIES.exists()):
             return None
-        meta = read_trajectory_meta(TRAJECTORIES)
+        meta = load_trajectory_meta()
         return dict(zip(meta["source_path"].astype(str).tolist(), meta["trajectory_id"].astype(str).tolist(), strict=True))
 
     # three independent reads, side by side where there are cores (gcpc.analysis.parallel)

@@ -44,6 +44,7 @@ from gcpc.analysis.common import (
     METRICS,
     REJUDGE,
     TRAJECTORIES,
+    TRAJECTORY_META,
     active_scores,
     fmt,
     fmt_p,
@@ -54,7 +55,7 @@ from gcpc.analysis.common import (
     latex_table,
     markdown_table,
     outcome_free_values,
-    read_trajectory_meta,
+    load_trajectory_meta,
     resolve_analysis,
     resolve_data_path,
     with_method_arm,
@@ -432,7 +433,7 @@ def run(params: dict[str, Any]) -> dict[str, Any]:
 
     c = resolve_analysis(params.get("analysis"), params.get("arm"))
     # two independent reads, side by side where there are cores (gcpc.analysis.parallel)
-    inputs = run_parts({"meta": lambda: read_trajectory_meta(TRAJECTORIES), "metrics": lambda: pd.read_parquet(METRICS)})
+    inputs = run_parts({"meta": load_trajectory_meta, "metrics": lambda: pd.read_parquet(METRICS)})
     metrics, meta = inputs["metrics"], inputs["meta"]
     explicit, source = None, None
     for rel in c["rq3"]["pairs_files"]:
@@ -462,7 +463,7 @@ def main() -> int:
     from gcpc.params import load_params, stage_args
 
     args = stage_args("RQ3: matched with/without-skills pairs (Figure 5)")
-    for p in (METRICS, TRAJECTORIES):
+    for p in (METRICS, TRAJECTORY_META if TRAJECTORY_META.exists() else TRAJECTORIES):
         if not p.exists():
             print(f"{p}: not found (run ingest and finalize first)", file=sys.stderr)
             return 2

@@ -18,6 +18,8 @@ from typing import Any
 
 from gcpc.corpus.guard import confined, outside_links, read_guarded
 from gcpc.corpus.harbor import display_path, find_trial_folders, read_tasks, read_trial
+from gcpc.corpus.meta import FILE_NAME as META_FILE
+from gcpc.corpus.meta import write_trajectory_meta
 from gcpc.corpus.models import EVIDENCE_KINDS, Exclusion, Task, Trajectory
 from gcpc.corpus.render import iter_rendered
 from gcpc.corpus.size import TOKENIZER
@@ -394,10 +396,11 @@ def population_markdown(pop: dict[str, Any], exclusions: list[Exclusion]) -> str
 
 
 def write_outputs(result: IngestResult, out_dir: str | Path) -> dict[str, Any]:
-    """Write tasks/trajectories/exclusions JSONL and population.{json,md}; returns the population."""
+    """Write tasks/trajectories/exclusions JSONL, trajectory_meta.parquet and population.{json,md}; returns the population."""
     out = Path(out_dir)
     write_jsonl(out / "tasks.jsonl", sorted(result.tasks, key=lambda t: (t.benchmark, t.task_id)))
     write_jsonl(out / "trajectories.jsonl", sorted(result.trajectories, key=lambda t: t.trajectory_id))
+    write_trajectory_meta(out / META_FILE, result.trajectories)  # the same trajectories without events (gcpc.corpus.meta)
     write_jsonl(out / "exclusions.jsonl", sorted(result.exclusions, key=lambda e: (e.path, e.reason)))
     pop = population(result)
     write_json(out / "population.json", pop)

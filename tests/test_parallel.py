@@ -121,9 +121,9 @@ def test_forked_png_gives_the_same_bytes_and_reports_a_failure(tmp_path, monkeyp
         ax.set_title("Δ AUC ≥ 0")
         return f
 
-    monkeypatch.setenv(figures.FORK_ENV, "0")
+    monkeypatch.setenv(parallel.WORKERS_ENV, "1")
     seq = [p.read_bytes() for p in figures.save_figure(fig(), tmp_path / "seq")]
-    monkeypatch.setenv(figures.FORK_ENV, "1")
+    monkeypatch.setenv(parallel.WORKERS_ENV, "2")
     forked = [p.read_bytes() for p in figures.save_figure(fig(), tmp_path / "fork")]
     assert seq == forked
 
@@ -177,7 +177,6 @@ def test_every_analysis_stage_writes_the_same_bytes_with_one_and_two_processes(t
                   "analysis": {"bootstrap": {"n_resamples": 200, "seed": 0, "ci": 0.95}, "rq3": {"ambiguous": "order"}}}
         (work / "params.yaml").write_text(yaml.safe_dump(params))
         monkeypatch.setenv(parallel.WORKERS_ENV, workers)
-        monkeypatch.setenv("GCPC_FIGURE_FORK", "0" if workers == "1" else "1")
         digests[workers] = _run_stages(work)
     assert len(digests["1"]) > 30
     assert digests["1"] == digests["2"]

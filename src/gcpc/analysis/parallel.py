@@ -37,6 +37,21 @@ def worker_count() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
 
 
+def fork() -> int:
+    """os.fork, flushing stdout and stderr first (nothing buffered is written twice).
+
+    Python 3.12+ warns on every fork of a process with threads; these processes have Arrow's
+    thread pools (Parquet reads), which Arrow re-creates in a forked child, and a child here only
+    computes, writes one pipe or file and leaves with os._exit, so that warning is silenced here."""
+    import warnings
+
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*use of fork\(\) may lead to deadlocks", category=DeprecationWarning)
+        return os.fork()
+
+
 class PartFailed(RuntimeError):
     """A part's process ended without a result, or raised an exception that does not pickle."""
 
@@ -44,9 +59,7 @@ class PartFailed(RuntimeError):
 class _Child:
     def __init__(self, name: str, part: Callable[[], Any]):
         read_end, write_end = os.pipe()
-        for stream in (sys.stdout, sys.stderr):  # nothing buffered before the fork is written twice
-            stream.flush()
-        pid = os.fork()
+        pid = fork()
         if pid == 0:
             os.close(read_end)
             code = 0

@@ -172,9 +172,10 @@ def score_by_outcome_plot(metrics: pd.DataFrame, cfg: dict[str, Any] | None = No
 def save_figure(fig: Figure, stem: str | Path) -> list[Path]:
     """Write `<stem>.png` and `<stem>.pdf` with metadata stripped, so reruns are byte-identical.
 
-    Each format draws the whole figure again; where a second core and `os.fork` exist (Linux), a
-    forked child draws the PNG while this process draws the PDF (the same bytes as one after the
-    other: the drawing is deterministic and the child gets a copy of the figure)."""
+    Each format draws the whole figure again; where a second process is allowed (Linux, more than
+    one core, GCPC_ANALYSIS_WORKERS not 1), a forked child draws the PNG while this process draws the
+    PDF: the same bytes as one after the other (the drawing is deterministic and the child gets a
+    copy of the figure)."""
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     png, pdf = stem.with_suffix(".png"), stem.with_suffix(".pdf")
@@ -195,16 +196,12 @@ def save_figure(fig: Figure, stem: str | Path) -> list[Path]:
     return [png, pdf]
 
 
-FORK_ENV = "GCPC_FIGURE_FORK"
-"""Set to 0 to draw the PNG and the PDF one after the other in this process."""
-
-
 def _can_fork() -> bool:
-    import os
-    import sys
+    """A second process is allowed (gcpc.analysis.parallel.worker_count: Linux, more than one core,
+    GCPC_ANALYSIS_WORKERS not 1)."""
+    from gcpc.analysis.parallel import worker_count
 
-    return (sys.platform == "linux" and hasattr(os, "fork") and (os.cpu_count() or 1) > 1
-            and os.environ.get(FORK_ENV, "1") != "0")
+    return worker_count() > 1
 
 
 class _ForkedSave:
@@ -213,8 +210,10 @@ class _ForkedSave:
     def __init__(self, fig: Figure, tmp: Path):
         import os
 
+        from gcpc.analysis.parallel import fork
+
         read_end, write_end = os.pipe()
-        pid = os.fork()
+        pid = fork()
         if pid == 0:  # child: draw, report any error on the pipe, leave without running the parent's cleanup
             os.close(read_end)
             code = 0

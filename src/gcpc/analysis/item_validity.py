@@ -172,6 +172,9 @@ def item_validity(labels: pd.DataFrame, metrics: pd.DataFrame, cfg: dict[str, An
         "bootstrap": boot, "zero_evidence_score": zes, "benchmarks": {}, "not_applicable": {},
     }
     every = pd.concat([items, excluded])  # the route shares describe the checklists: zero-evidence pairs included
+    # the loop below filters these frames ~40 times: as categoricals (integer codes) instead of Arrow strings
+    keep = ["trajectory_id", "arm", "route", "label_plain", "truth_per_test", "benchmark", "_cluster"]
+    items, every = (f[keep].astype({c: "category" for c in keep}) for f in (items, every))
     with_assertion = _distinct(every.loc[(every["route"] == "assertion").to_numpy(), "arm"])
     for arm in sorted(_distinct(items["arm"]) | _distinct(excluded["arm"])):
         if arm not in with_assertion:

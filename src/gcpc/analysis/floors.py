@@ -75,7 +75,9 @@ def floor_comparison(metrics: pd.DataFrame, cfg: dict[str, Any] | None = None) -
         raise ValueError(f"metrics table lacks column(s): {', '.join(missing)}")
     boot, zes = c["bootstrap"], c["zero_evidence_score"]
     rows = decided(metrics)
-    kinds = rows.groupby("arm", sort=True)["arm_kind"].agg(lambda k: sorted(set(k.astype(str))))
+    # distinct (arm, kind) pairs first: a Python set over every row of an Arrow string column is slow
+    pairs = rows[["arm", "arm_kind"]].astype({"arm_kind": str}).drop_duplicates()
+    kinds = pairs.groupby("arm", sort=True)["arm_kind"].agg(lambda k: sorted(set(k.tolist())))
     mixed = {a: k for a, k in kinds.items() if len(k) != 1}
     if mixed:
         raise ValueError(f"metrics table: arm(s) with more than one arm_kind: {mixed}")

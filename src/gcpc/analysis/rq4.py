@@ -101,7 +101,7 @@ class LabelCounts:
             if bad:
                 raise ValueError(f"labels table, arm '{arm}': column '{col}' has unknown value(s) {bad[:5]} (allowed: {list(allowed)})")
         codes, tids = pd.factorize(rows["trajectory_id"].astype(str), sort=False)  # first-appearance order, as the dict
-        self.trajectory_ids = [str(t) for t in tids]
+        self.trajectory_ids = [str(t) for t in tids.tolist()]  # tolist: not element by element over Arrow
         n = len(tids)
         yes, no, abstain = lab == "Yes", lab == "No", lab == "Abstain"
         assertion = route == "assertion"
@@ -255,7 +255,7 @@ def rq4(metrics: pd.DataFrame, labels: pd.DataFrame | None, rq1_result: dict[str
     conf_prop = bool(scoring.get("pass_propagation", True))
     m = with_method_arm(metrics, c["default_variants"])
     meta = m.drop_duplicates("trajectory_id")[["trajectory_id", "task_id", "outcome"]]
-    outcomes = dict(zip(meta["trajectory_id"], meta["outcome"], strict=True))
+    outcomes = dict(zip(meta["trajectory_id"].tolist(), meta["outcome"].tolist(), strict=True))
     result: dict[str, Any] = {"config": {k: c[k] for k in ("scores", "zero_evidence_score", "bootstrap", "rq4")},
                               "scoring": {"endpoint": conf_endpoint, "pass_propagation": conf_prop},
                               "judges": judge_identity(m)}

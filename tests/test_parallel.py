@@ -74,6 +74,20 @@ def test_an_exception_that_does_not_pickle_becomes_part_failed():
         run_parts({"bad": bad, "ok": lambda: 1}, workers=2)
 
 
+class TwoArgs(Exception):
+    def __init__(self, a, b):  # pickles, but unpickling calls TwoArgs(message) and fails
+        super().__init__(f"{a} and {b}")
+
+
+@needs_fork
+def test_an_exception_that_does_not_unpickle_becomes_part_failed_with_its_text():
+    def bad():
+        raise TwoArgs("left", "right")
+
+    with pytest.raises(PartFailed, match="TwoArgs: left and right"):
+        run_parts({"bad": bad, "ok": lambda: 1}, workers=2)
+
+
 @needs_fork
 def test_a_child_that_dies_without_a_result_is_an_error():
     with pytest.raises(PartFailed, match="ended without a result"):

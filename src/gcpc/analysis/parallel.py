@@ -67,10 +67,12 @@ class _Child:
                 payload = pickle.dumps(("ok", part()), protocol=pickle.HIGHEST_PROTOCOL)
             except BaseException as exc:  # noqa: BLE001 - reported to the parent, which raises it
                 code = 1
+                text = f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"
                 try:
-                    payload = pickle.dumps(("error", exc, traceback.format_exc()))
-                except Exception:  # an exception that does not pickle: its text instead
-                    payload = pickle.dumps(("error", None, f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"))
+                    pickled = pickle.dumps(exc)
+                except Exception:  # an exception that does not pickle: its text only
+                    pickled = None
+                payload = pickle.dumps(("error", pickled, text))
             try:
                 with os.fdopen(write_end, "wb") as fh:
                     fh.write(payload)
@@ -89,8 +91,12 @@ class _Child:
             raise PartFailed(f"part '{self.name}': its process ended without a result (wait status {status})")
         message = pickle.loads(payload)
         if message[0] == "error":
-            _, exc, text = message
-            if exc is None:
+            _, pickled, text = message
+            try:
+                exc = pickle.loads(pickled) if pickled is not None else None
+            except Exception:  # pickles but does not unpickle (e.g. required constructor arguments)
+                exc = None
+            if not isinstance(exc, BaseException):
                 raise PartFailed(f"part '{self.name}' failed in its process:\n{text}")
             exc.add_note(f"(raised in the process computing part '{self.name}':\n{text.rstrip()})")
             raise exc  # the part's own exception, as if computed here

@@ -7,6 +7,11 @@ computes one part itself while the children run, and returns the results in the 
 same values as computed one after the other in one process (the parts are pure; tests compare
 both). `GCPC_ANALYSIS_WORKERS=1` computes every part in this process; elsewhere than Linux, or on
 one core, that is the default.
+
+Not `multiprocessing.Pool` (what `gcpc.corpus.parallel.map_ordered` uses for ingest's thousands of
+like items): a handful of unlike parts, closures over the loaded inputs; the parent takes a part
+itself instead of idling; and a child that dies, or an exception that does not unpickle, is an error
+here where a Pool waits for the lost result forever (tests/test_parallel.py has both cases).
 """
 
 from __future__ import annotations
@@ -22,7 +27,8 @@ WORKERS_ENV = "GCPC_ANALYSIS_WORKERS"
 
 
 def worker_count() -> int:
-    """Processes to use at once: GCPC_ANALYSIS_WORKERS, else the CPU count (1 where fork is unavailable)."""
+    """Processes to use at once: GCPC_ANALYSIS_WORKERS, else one per CPU as for ingest
+    (`gcpc.corpus.parallel.default_workers`); 1 where fork is unavailable."""
     if sys.platform != "linux" or not hasattr(os, "fork"):
         return 1
     raw = os.environ.get(WORKERS_ENV, "").strip()
@@ -34,10 +40,12 @@ def worker_count() -> int:
         if n < 1:
             raise ValueError(f"{WORKERS_ENV}={raw!r}: at least 1 process")
         return n
-    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+    from gcpc.corpus.parallel import default_workers
+
+    return default_workers()
 
 
-def fork() -> int:
+def _fork() -> int:
     """os.fork, flushing stdout and stderr first (nothing buffered is written twice).
 
     Python 3.12+ warns on every fork of a process with threads; these processes have Arrow's
@@ -59,7 +67,7 @@ class PartFailed(RuntimeError):
 class _Child:
     def __init__(self, name: str, part: Callable[[], Any]):
         read_end, write_end = os.pipe()
-        pid = fork()
+        pid = _fork()
         if pid == 0:
             os.close(read_end)
             code = 0

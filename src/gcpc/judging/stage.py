@@ -87,11 +87,10 @@ class StageCounts:
 
 
 def run(params: dict[str, Any], arm_name: str, ingest_dir: Path, synth_dir: Path, out_dir: Path, *, progress: bool = True,
-        collect: bool = True, chunk: int | None = None) -> list[Judgment]:
-    """The stage: judgments.jsonl (+ llm_calls.jsonl) in out_dir. Returns the judgments (read back from the
-    file; `collect=False` returns [] and holds none)."""
+        chunk: int | None = None) -> list[Judgment]:
+    """The stage (`judge_stage`), then its judgments read back from judgments.jsonl."""
     judge_stage(params, arm_name, ingest_dir, synth_dir, out_dir, progress=progress, chunk=chunk)
-    return read_models(out_dir / "judgments.jsonl", Judgment) if collect else []
+    return read_models(out_dir / "judgments.jsonl", Judgment)
 
 
 def judge_stage(params: dict[str, Any], arm_name: str, ingest_dir: Path, synth_dir: Path, out_dir: Path, *,

@@ -172,71 +172,28 @@ def score_by_outcome_plot(metrics: pd.DataFrame, cfg: dict[str, Any] | None = No
 def save_figure(fig: Figure, stem: str | Path) -> list[Path]:
     """Write `<stem>.png` and `<stem>.pdf` with metadata stripped, so reruns are byte-identical.
 
-    Each format draws the whole figure again; where a second process is allowed (Linux, more than
-    one core, GCPC_ANALYSIS_WORKERS not 1), a forked child draws the PNG while this process draws the
-    PDF: the same bytes as one after the other (the drawing is deterministic and the child gets a
-    copy of the figure)."""
+    Each format draws the whole figure again, so the two are independent parts
+    (gcpc.analysis.parallel): where a second process is allowed, a forked child draws the PNG while
+    this process draws the PDF, the same bytes as one after the other (the drawing is deterministic
+    and the child gets a copy of the figure). Both files appear only when both were drawn."""
+    from functools import partial
+
+    from gcpc.analysis.parallel import run_parts
+
     stem = Path(stem)
     stem.parent.mkdir(parents=True, exist_ok=True)
     png, pdf = stem.with_suffix(".png"), stem.with_suffix(".pdf")
-    with matplotlib.rc_context(RC):
-        if _can_fork():
-            with atomic_path(png) as png_tmp:
-                child = _ForkedSave(fig, png_tmp)
-                try:
-                    with atomic_path(pdf) as pdf_tmp:
-                        fig.savefig(pdf_tmp, dpi=DPI, format="pdf", metadata=PDF_METADATA)
-                finally:
-                    child.wait(png)
-        else:
-            with atomic_path(png) as png_tmp:
-                fig.savefig(png_tmp, dpi=DPI, format="png", metadata=PNG_METADATA)
-            with atomic_path(pdf) as pdf_tmp:
-                fig.savefig(pdf_tmp, dpi=DPI, format="pdf", metadata=PDF_METADATA)
+    with matplotlib.rc_context(RC), atomic_path(png) as png_tmp, atomic_path(pdf) as pdf_tmp:
+        run_parts({"png": partial(_draw, fig, png_tmp, "png", PNG_METADATA, png),
+                   "pdf": partial(_draw, fig, pdf_tmp, "pdf", PDF_METADATA, pdf)})
     return [png, pdf]
 
 
-def _can_fork() -> bool:
-    """A second process is allowed (gcpc.analysis.parallel.worker_count: Linux, more than one core,
-    GCPC_ANALYSIS_WORKERS not 1)."""
-    from gcpc.analysis.parallel import worker_count
-
-    return worker_count() > 1
-
-
-class _ForkedSave:
-    """A child process writing the figure's PNG to `tmp`; `wait` raises with the child's traceback."""
-
-    def __init__(self, fig: Figure, tmp: Path):
-        import os
-
-        from gcpc.analysis.parallel import fork
-
-        read_end, write_end = os.pipe()
-        pid = fork()
-        if pid == 0:  # child: draw, report any error on the pipe, leave without running the parent's cleanup
-            os.close(read_end)
-            code = 0
-            try:
-                fig.savefig(tmp, dpi=DPI, format="png", metadata=PNG_METADATA)
-            except BaseException:
-                import traceback
-
-                os.write(write_end, traceback.format_exc().encode("utf-8", "replace")[-65536:])
-                code = 1
-            os._exit(code)
-        os.close(write_end)
-        self.pid, self.read_end = pid, read_end
-
-    def wait(self, target: Path) -> None:
-        import os
-
-        with os.fdopen(self.read_end, "rb") as fh:
-            err = fh.read().decode("utf-8", "replace")
-        _, status = os.waitpid(self.pid, 0)
-        if status != 0:
-            reason = err.strip() or f"the drawing process ended with wait status {status}"
-            raise RuntimeError(f"{target}: drawing the PNG failed\n{reason}")
+def _draw(fig: Figure, tmp: Path, fmt: str, metadata: dict[str, Any], target: Path) -> None:
+    try:
+        fig.savefig(tmp, dpi=DPI, format=fmt, metadata=metadata)
+    except Exception as exc:
+        raise RuntimeError(f"{target}: drawing the {fmt.upper()} failed\n{type(exc).__name__}: {exc}") from exc
 
 
 # ---------------------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ from typing import Any
 class Fault:
     """One injected misbehaviour for the next synchronous model call."""
 
-    kind: str  # "status" | "delay" | "malformed" | "content" | "reset" (connection closed without an answer)
+    kind: str  # "status" | "delay" | "malformed" | "content" | "reset" (connection closed without an answer) | "refusal" (text: the refusal)
     status: int = 500
     headers: dict[str, str] = field(default_factory=dict)
     message: str = "injected failure"
@@ -269,9 +269,16 @@ class FakeLLMServer:
                 return None
             if self.latency_s:
                 time.sleep(self.latency_s)
-            return build(fault.text if fault is not None and fault.kind == "content" else None)
+            answer = build(fault.text if fault is not None and fault.kind == "content" else None)
+            if fault is not None and fault.kind == "refusal":
+                self.refuse(answer, fault.text)
+            return answer
         finally:
             self.leave()
+
+    def refuse(self, answer: Any, text: str) -> None:  # pragma: no cover
+        """Turn a built answer into the API's form of a model refusal carrying `text`."""
+        raise NotImplementedError
 
     def dispatch(self, handler: BaseHTTPRequestHandler, method: str, raw: bytes) -> None:  # pragma: no cover
         raise NotImplementedError

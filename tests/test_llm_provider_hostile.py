@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import random
+import re
 import signal
 import string
 import subprocess
@@ -139,7 +140,7 @@ def test_stage_entry_point_prints_one_line_and_a_traceback_only_with_gcpc_debug(
         env.pop("GCPC_DEBUG", None)
         proc = subprocess.run([sys.executable, "-m", "gcpc.judging", "gcpc"], cwd=work, env=env, capture_output=True,
                               text=True, timeout=300)
-        lines = [x for x in proc.stderr.splitlines() if x.strip() and not x.startswith("usage ")]
+        lines = [x for x in re.split(r"[\r\n]", proc.stderr) if x.strip() and "%|" not in x]  # not the progress bar
         assert proc.returncode == 1 and len(lines) == 1, proc.stderr
         assert lines[0].startswith("error: openai at ") and "OPENAI_API_KEY" in lines[0] and "HTTP 401" in lines[0]
         assert "Traceback" not in proc.stderr
@@ -324,13 +325,20 @@ def test_a_frozen_workers_claim_goes_stale_and_the_request_is_asked_once(tmp_pat
 
 
 # ---- key-tail canary: a whole judge stage under DVC ----------------------------------------------
-def judge_workspace(dest: Path, server: FakeOpenAI, *, trajectories: int, **judge) -> Path:
-    """A git + DVC project with one `judge` stage (gcpc arm) over a small ingested demo corpus."""
+def judge_workspace(dest: Path, server: FakeOpenAI, *, trajectories: int, marks: tuple[str, ...] = (), **judge) -> Path:
+    """A git + DVC project with one `judge` stage (gcpc arm) over the first `trajectories` of the ingested demo
+    corpus; `marks[i]` is appended to trajectory i's last event (for a server fault rule to find)."""
     import yaml
     from judge_corpus import replicated_corpus
 
+    from gcpc.io import iter_jsonl, write_jsonl
+
     replicated_corpus(dest, trajectories)
     processed = dest / "data" / "processed"
+    kept = list(iter_jsonl(processed / "ingest" / "trajectories.jsonl"))[:trajectories]
+    for t, mark in zip(kept, marks):
+        t["events"][-1]["text"] += "\n" + mark
+    write_jsonl(processed / "ingest" / "trajectories.jsonl", kept)
     for name in ("attempts.jsonl", "llm_calls.jsonl", "usage_summary.json"):
         (processed / "synthesize" / name).unlink(missing_ok=True)
     config = {"provider": "openai", "model": "gpt-fake-1", "temperature": 0.0, "seed": 0, "max_tokens": 2048, "max_attempts": 2,
@@ -345,3 +353,120 @@ def judge_workspace(dest: Path, server: FakeOpenAI, *, trajectories: int, **judg
     (dest / "dvc.yaml").write_text(yaml.safe_dump({"stages": {"judge": stage}}, sort_keys=False))
     (dest / ".gitignore").write_text("/data/processed/judge\n")
     return dest
+
+
+CANARY_KEY = "sk-canary-" + "Zq7RtY2uIo9PaS4dFg6HjK8lMn3BvC5xWe1"
+TAIL = CANARY_KEY[-20:]
+SCANNED = ("data", "reports", "metrics", "figures", ".dvc")
+
+
+def echoing_responder(ctx) -> str:
+    """The default answers, with the key's last 20 characters in every free-text field."""
+    from fakeservers import default_responder
+
+    data = json.loads(default_responder(ctx))
+    for v in data.get("verdicts", []):
+        v["reason"] += f" (key seen: {TAIL})"
+    for k in ("rationale", "reasoning"):
+        if k in data:
+            data[k] += f" (key seen: {TAIL})"
+    return json.dumps(data)
+
+
+def echo_faults(body: str) -> Fault | None:
+    """One request refused with the tail in the refusal, one rejected (HTTP 400) with it in the error."""
+    if "(canary refusal)" in body:
+        return Fault(kind="refusal", text=f"I won't grade logs that mention {TAIL}.")
+    if "(canary error)" in body:
+        return Fault(kind="status", status=400, message=f"context_length_exceeded near {TAIL}")
+    return None
+
+
+def key_runs_in(root: Path, key: str) -> tuple[int, list[str]]:
+    """(files scanned, files holding any 12-character run of `key`) under `SCANNED` of `root`; gzip and
+    parquet files are read decompressed."""
+    import gzip
+    import io
+
+    import pyarrow.parquet as pq
+
+    windows = [key[i:i + secrets.RUN] for i in range(len(key) - secrets.RUN + 1)]
+    n, hits = 0, []
+    for d in SCANNED:
+        for p in sorted((root / d).rglob("*")) if (root / d).is_dir() else []:
+            if not p.is_file() or p.is_symlink():
+                continue
+            n += 1
+            data = p.read_bytes()
+            if data[:2] == b"\x1f\x8b":
+                data = gzip.decompress(data)
+            text = (json.dumps(pq.read_table(io.BytesIO(data)).to_pylist(), default=str) if data[:4] == b"PAR1"
+                    else data.decode("latin-1"))
+            if any(w in text for w in windows):
+                hits.append(str(p.relative_to(root)))
+    return n, hits
+
+
+def _git_env(extra: dict[str, str]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env.update(PATH=str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", ""), DVC_NO_ANALYTICS="1",
+               GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t", **extra)
+    return env
+
+
+def _ok(args: list[str], cwd: Path, env: dict[str, str]) -> None:
+    proc = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, f"{' '.join(args)} -> {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+
+
+@pytest.mark.slow
+def test_key_tail_canary_judge_stage_under_dvc(tmp_path):
+    """A server echoing the key's last 20 characters in answers, a refusal and an error: after `dvc repro`
+    and a queued `dvc exp run`, no file under data/ or .dvc/ (nor the shared cache) holds 12 of them."""
+    with FakeOpenAI(responder=echoing_responder) as server:
+        server.fault_rules.append(echo_faults)
+        env = _git_env({"OPENAI_API_KEY": CANARY_KEY, "GCPC_CACHE_DIR": str(tmp_path / "shared")})
+        work = judge_workspace(tmp_path / "w", server, trajectories=20, marks=("(canary refusal)", "(canary error)"),
+                               failure_budget=0.2)
+        for args in (["git", "init", "-q"], ["dvc", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "base"],
+                     ["dvc", "repro"], ["git", "add", "-A"], ["git", "commit", "-qm", "judged"],
+                     ["dvc", "exp", "run", "--queue", "-S", "judge.max_tokens=1024"], ["dvc", "exp", "run", "--run-all"]):
+            _ok(args, work, env)
+        calls = (work / "data/processed/judge/gcpc/llm_calls.jsonl").read_text()
+        assert calls.count("[REDACTED]") >= 20 and "refused: provider declined to answer" in calls  # it was echoed, and masked
+        assert "context_length_exceeded near [REDACTED]" in calls
+        n, hits = key_runs_in(work, CANARY_KEY)
+        shared = [p.read_text() for p in (tmp_path / "shared").rglob("*.jsonl")]
+        shared_n, shared_hits = len(shared), [t for t in shared if any(CANARY_KEY[i:i + 12] in t for i in range(len(CANARY_KEY) - 11))]
+        print(f"\nCANARY judge stage: {n} files scanned under {', '.join(SCANNED)}, {len(hits)} with a key run; "
+              f"shared cache {shared_n} files, {len(shared_hits)} with a key run")
+        assert n > 20 and hits == [] and shared_n > 0 and shared_hits == []
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.environ.get("GCPC_E2E_FULL") != "1",
+                    reason="opt-in (GCPC_E2E_FULL=1): the whole pipeline against the fake server, ~6 min on 2 busy cores")
+def test_key_tail_canary_whole_pipeline(tmp_path):
+    """`dvc repro` of the whole repository with the judge on the echoing fake server: 0 files under data/,
+    reports/, metrics/, figures/ and .dvc/ hold any 12-character run of the key."""
+    import shutil
+
+    from demo_outputs import git_files
+
+    dest = tmp_path / "gcpc"
+    for rel in git_files(ROOT):
+        src = ROOT / rel
+        if src.is_file() and not rel.startswith(("data/processed/", "metrics/", "figures/")) and Path(rel).name != "dvc.lock":
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+    with FakeOpenAI(responder=echoing_responder) as server:
+        env = _git_env({"OPENAI_COMPAT_API_KEY": CANARY_KEY, "GCPC_CACHE_DIR": str(tmp_path / "shared")})
+        for args in ([sys.executable, "-m", "gcpc.params", "llm@judge=openai-compatible", f"judge.base_url={server.url}/v1",
+                      "judge.model=gpt-fake-1", "judge.timeout_s=30"],
+                     ["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "clone"], ["dvc", "repro"]):
+            _ok(args, dest, env)
+        assert server.model_calls > 100
+    assert "[REDACTED]" in (dest / "data/processed/judge/gcpc/judgments.jsonl").read_text()
+    n, hits = key_runs_in(dest, CANARY_KEY)
+    print(f"\nCANARY whole pipeline: {server.model_calls} model calls, {n} files scanned, {len(hits)} with a key run")
+    assert n > 300 and hits == []

@@ -72,6 +72,13 @@ def default_responder(ctx: Ctx) -> str:
             verdicts.append({"item_id": item_id, "label": ["Yes", "No", "Abstain"][h % 3], "evidence": [],
                              "reason": f"fake verdict {h % 997}"})
         return json.dumps({"verdicts": verdicts})
+    h = int(hashlib.sha256(ctx.user.encode()).hexdigest(), 16)
+    if ctx.schema_name == "TickChecklist":
+        return json.dumps({"questions": ["Does the agent complete what the instruction asks?", "Is the result checked?"]})
+    if ctx.schema_name == "TickAnswer":
+        return json.dumps({"reasoning": f"fake reasoning {h % 997}", "verdict": ["YES", "NO"][h % 2]})
+    if ctx.schema_name == "HolisticJudgment":
+        return json.dumps({"rationale": f"fake rationale {h % 997}", "score": h % 11})
     if ctx.schema_name == "GeneratedChecklist":
         sentence = (ctx.user.strip().split(".")[0] or "do the task").strip()
         return json.dumps({"items": [{"text": sentence, "quote": sentence, "route": "judge", "test_refs": []}]})
@@ -304,4 +311,10 @@ def schema_name_from(schema: dict[str, Any] | None) -> str | None:
         return "ChecklistJudgment"
     if "items" in props:
         return "GeneratedChecklist"
+    if "questions" in props:
+        return "TickChecklist"
+    if "verdict" in props and "reasoning" in props:
+        return "TickAnswer"
+    if "score" in props and "rationale" in props:
+        return "HolisticJudgment"
     return None

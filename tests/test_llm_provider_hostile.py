@@ -27,53 +27,25 @@ import time
 from pathlib import Path
 
 import pytest
-from fakeservers import SERVERS, FakeOpenAI, Fault
+from fakeservers import FakeOpenAI, Fault
 
 from gcpc import secrets
 from gcpc.io import write_text
-from gcpc.llm import LLMRequest, Message, make_client
+from gcpc.llm import make_client
 from gcpc.llm.base import AuthenticationFailed, ProviderError
 from gcpc.llm.cli import llm_configs, load_llm_params, stage_errors
 from gcpc.llm.schemas import ChecklistJudgment
 from gcpc.llm.shared_cache import SharedCache
-from gcpc.llm.store import CallStore, read_call_records
+from gcpc.llm.store import read_call_records
 from gcpc.llm.usage import write_usage_summary
+from test_llm_providers import KEYS, api, cfg, judge_req, model_bodies  # noqa: F401 - `api` is a fixture
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
-KEYS = {"anthropic": ("ANTHROPIC_API_KEY", "sk-ant-test-HOSTILE-0123456789abcdef"),
-        "openai": ("OPENAI_API_KEY", "sk-test-HOSTILE-fedcba9876543210ZYXW")}
-
-
-@pytest.fixture(params=["anthropic", "openai"])
-def api(request, monkeypatch):
-    name = request.param
-    env, key = KEYS[name]
-    monkeypatch.setenv(env, key)
-    server = SERVERS[name]().start()
-    yield name, server
-    server.stop()
-
-
-def cfg(name: str, server, **over) -> dict:
-    c = {"provider": name, "model": "m-1", "max_tokens": 256, "temperature": 0.0,
-         "base_url": server.url if name == "anthropic" else server.url + "/v1", "timeout_s": 5,
-         "retry": {"max_retries": 3, "backoff_base_s": 0.01, "backoff_max_s": 0.05}, "cache_dir": "off"}
-    c.update(over)
-    return c
-
-
-def judge_req(name: str, n: int = 0) -> LLMRequest:
-    return LLMRequest(
-        purpose="judgment:test", provider=name, model="m-1",
-        messages=[Message(role="system", content="Rules.\n## Checklist\n- [i01] wrote out.txt\n- [i02] ran tests", cache_prefix=True),
-                  Message(role="user", content=f"## Execution log\n[0] TOOL_OUTPUT trajectory {n}")],
-        output_schema="ChecklistJudgment", json_schema=ChecklistJudgment.model_json_schema(),
-        sampling={"max_tokens": 256, "temperature": 0.0}, template_hash="t")
 
 
 def model_calls_sent(server) -> int:
-    return sum(1 for r in server.requests if r["route"] in ("POST /v1/messages", "POST /v1/chat/completions"))
+    return len(model_bodies(server))
 
 
 # ---- refusals ---------------------------------------------------------------------------------
@@ -224,7 +196,7 @@ WORKER = textwrap.dedent("""
     import json, sys, time
     from pathlib import Path
     sys.path.insert(0, {tests!r})
-    from test_llm_provider_hostile import judge_req
+    from test_llm_providers import judge_req
     from gcpc.llm import make_client
     from gcpc.llm.schemas import ChecklistJudgment
     cfg, store, go, n = json.loads(sys.argv[1]), sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])

@@ -4,7 +4,9 @@ Keys never enter params, requests, records, state files or summaries by construc
 request model has no place for one and the SDK's headers are never stored). As a second line
 of defence every key read here is registered, and `redact` removes it from any text gcpc is
 about to write or raise (the call store runs every line through it, and provider errors are
-redacted before they are recorded), in case a server echoes a credential back in an error.
+redacted before they are recorded), in case a server echoes a credential back in an error or an
+answer; not only the whole key but any run of `RUN` (12) or more consecutive characters of one,
+since a server may echo a part (its last 20 characters, say).
 
 (A top-level module, not under gcpc.llm: every stage that writes a file redacts, and importing
 the LLM package for that cost each stage process a few hundred milliseconds. `gcpc.llm.secrets`

@@ -12,16 +12,20 @@ Three ways to get answers, one record format:
   so a restarted run polls and collects them instead of submitting again.
 
 In every mode a request already answered in the store (or in the shared cache outside the
-workspace, `shared_cache.py`) makes no call. Outcomes of one attempt:
+workspace, `shared_cache.py`) makes no call; in sync mode a request another worker sharing that
+cache has claimed is not asked either: this worker answers its other requests, then takes the
+claimant's stored answer. Outcomes of one attempt:
 
 * an answer that validates: final, cached;
 * an answer that fails validation: recorded and retried up to `max_attempts` in this run; never
   final, so a re-run tries again;
-* a refusal (`RequestRefused`: HTTP 400/413/422, context length, content filter): recorded as the
-  request's final outcome, the other requests go on, and a re-run does not ask again unless the
-  request changes or `retry_refused` is set;
+* a refusal (`RequestRefused`: HTTP 400/413/422, context length, content filter; or a reply that is
+  the model's refusal, `RawResponse.refusal` / a refusal stop reason): recorded with its text as
+  the request's final outcome, the other requests go on, and a re-run does not ask again unless
+  the request changes or `retry_refused` is set;
 * any other transport failure (after the provider's own bounded retries; also 401/403/404) is
-  recorded and then stops the run: a re-run resumes there.
+  recorded and then stops the run: a re-run resumes there (401/403 raise `AuthenticationFailed`,
+  whose one line a stage prints, `gcpc.llm.cli`).
 """
 
 from __future__ import annotations

@@ -35,6 +35,7 @@ import os
 import tempfile
 import threading
 import time
+import weakref
 from pathlib import Path
 
 from gcpc.io import canonical_json
@@ -63,6 +64,11 @@ class SharedCache:
         self._held: dict[str, int] = {}  # key -> fd of its locked claim file
         self._lock = threading.Lock()
         self._beat: threading.Thread | None = None
+        _CACHES.add(self)
+
+    def _forked(self) -> None:
+        """In a forked child: the parent's claims (and heartbeat thread) stay the parent's."""
+        self._held, self._lock, self._beat = {}, threading.Lock(), None
 
     def path(self, key: str) -> Path:
         if len(key) < 8 or not all(c in "0123456789abcdef" for c in key):
@@ -169,3 +175,7 @@ class SharedCache:
                     os.utime(fd)
                 except OSError:
                     pass  # released meanwhile
+
+
+_CACHES: weakref.WeakSet[SharedCache] = weakref.WeakSet()
+os.register_at_fork(after_in_child=lambda: [c._forked() for c in list(_CACHES)])

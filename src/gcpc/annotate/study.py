@@ -11,7 +11,8 @@ Protocol per annotator and task, in the paper's order (§4.3; docs/annotation-ap
 for every assigned trajectory of the task, then the task's pairs (Q2), all before any checklist is
 shown; then the checklist is revealed and the items of a subset of the task's trajectories are
 labelled (Q3; `q3_per_task`, the same subset for every annotator of the task). Answers are saved
-as they are submitted, so a session resumes where it stopped. Export writes the format of docs/annotations.md; import reads it back.
+as they are submitted, so a session resumes where it stopped. Export writes the format of
+docs/annotations.md; import reads it back.
 """
 
 from __future__ import annotations
@@ -159,8 +160,9 @@ def plan_study(trajectories: Sequence[Trajectory], annotators: Sequence[str], *,
     tie = {a: n for n, a in enumerate(order)}
     assignments: dict[str, list[str]] = {a: [] for a in annotators}
     pairs: dict[str, list[tuple[str, str]]] = {}
-    q3 = {k: ids if q3_per_task is None or q3_per_task >= len(ids) else sorted(random.Random(f"q3:{seed}:{k}").sample(ids, q3_per_task))
-          for k, ids in chosen.items()}
+    # the Q3 subset has its own seeded draw per task, so it leaves the assignment and pair draws as they were
+    q3 = {k: ids if q3_per_task is None or q3_per_task >= len(ids)
+          else sorted(random.Random(f"q3:{seed}:{k}").sample(ids, q3_per_task)) for k, ids in chosen.items()}
     for k in keys:
         ids = chosen[k]
         raters = sorted(annotators, key=lambda a: (load[a], tie[a]))[:overlap]
@@ -401,7 +403,8 @@ class Study:
         pairs = self._pairs(annotator)
         q3 = [r["log"] for r in assigned if self.in_q3(r["log"])]
         return {"trajectories": len(assigned), "rated": sum(self.rated(annotator, r["log"]) for r in assigned),
-                "q3": len(q3), "labelled": sum(self.labelled(annotator, log) for log in q3 if self.checklist_revealed(annotator, self.task_of(log))),
+                "q3": len(q3),
+                "labelled": sum(self.labelled(annotator, log) for log in q3 if self.checklist_revealed(annotator, self.task_of(log))),
                 "pairs": len(pairs), "compared": sum(self.compared(annotator, p["pair"]) for p in pairs)}
 
     def position(self, annotator: str, log: int) -> tuple[int, int]:

@@ -82,7 +82,7 @@ def test_every_named_file_exists():
 
 @pytest.mark.parametrize("what", [
     r"Extension `max_event_chars`",                       # the judge view's per-event cut
-    r"does not publish the Holistic or Generic prompt",   # GCPC's evidence rules in the baselines' prompts
+    r"paper is silent about the wording of the Holistic and Generic prompts",  # GCPC's evidence rules in them
     r"No check is ever generated or run for a `generated`-route item",
     r"`analysis.controls.max_items: 500`",
     r"Holistic \"Perfect\" = score 10",

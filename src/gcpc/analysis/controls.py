@@ -125,13 +125,19 @@ def evidence_replacements(judgments: list[Judgment], trajectories: dict[str, Tra
     todo, skipped = [], []
     items = [(j, lab) for j in sorted(judgments, key=lambda j: j.trajectory_id) if j.status == "ok"
              for lab in j.labels if lab.label == "Yes"]
+    def record(j: Judgment, lab: Any) -> dict[str, Any]:
+        return {"trajectory_id": j.trajectory_id, "task_id": j.task_id, "arm": j.arm, "item_id": lab.item_id,
+                "route": lab.route, "label_before": lab.label}
+
     if max_items is not None and len(items) > max_items:
         rng = random.Random(seed)
         keep = set(rng.sample(range(len(items)), int(max_items)))
+        # items left out by the cap are listed like any other skipped item, never dropped silently
+        skipped += [record(j, lab) | {"skipped": f"not sampled (max_items={max_items}, seed={seed})"}
+                    for i, (j, lab) in enumerate(items) if i not in keep]
         items = [x for i, x in enumerate(items) if i in keep]
     for j, lab in items:
-        base = {"trajectory_id": j.trajectory_id, "task_id": j.task_id, "arm": j.arm, "item_id": lab.item_id,
-                "route": lab.route, "label_before": lab.label}
+        base = record(j, lab)
         traj = trajectories.get(j.trajectory_id)
         quotes = [ev.quote for ev in lab.evidence if ev.quote.strip()]
         if traj is None:

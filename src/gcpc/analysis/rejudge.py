@@ -1,6 +1,6 @@
 """`python -m gcpc.analysis.rejudge`: repeated judging and the judge swap (inputs of RQ3's noise floor and RQ5).
 
-* **Directed sample.** Both run on `analysis.rejudge.sample` (size and selection rule, paper §4.5:
+* **Directed sample.** Both run on `analysis.rejudge.sample` (size and selection rule, paper §4.6:
   116 trajectories), not the whole corpus; see `select_sample`.
 * **Repeated passes.** The judge stage's run of `analysis.rejudge.arm` is pass 1. Passes 2..n send
   exactly the same requests (same judge config, prompt, checklist and log) again. Each pass has its
@@ -95,7 +95,7 @@ SAMPLE_RULES = ("stratified", "first", "all")
 
 
 def select_sample(first: list[Judgment], by_id: dict[str, Trajectory], sample: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
-    """The directed reliability sample (paper §4.5: 116 trajectories), from the pass-1 judgments that succeeded.
+    """The directed reliability sample (paper §4.6: 116 trajectories), from the pass-1 judgments that succeeded.
 
     Rules: `stratified` (default) visits the (task, outcome) cells in a seeded order and takes one
     trajectory from each in turn, so every task and both outcomes are covered before any cell gets a

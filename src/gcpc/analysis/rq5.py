@@ -10,7 +10,7 @@
   deterministic provider, rho = 1 by construction; the result says so.
 * The transfer table (checklist synthesis across benchmarks) is built by the synthesis stage; this
   analysis records where it is and the report embeds it when present.
-* Same-task PASS/FAIL pair diagnosis, per benchmark (Terminal-Bench rows flagged), paper §4.4: one
+* Same-task PASS/FAIL pair diagnosis, per benchmark (Terminal-Bench rows flagged), paper §4.5: one
   pair per task (`analysis.rq5.pairs_per_task`, seeded), drawn from decidable trajectories only
   (zero-evidence logs excluded); Δ = score(PASS) − score(FAIL); counts higher / lower / tied, median Δ,
   and the exact two-sided sign test (binomial, p = 1/2) on untied pairs. With `pairs_per_task: null`
@@ -140,7 +140,7 @@ def judge_swap(scores: pd.DataFrame | None, summary: dict[str, Any] | None, cfg:
 def same_task_pairs(values: pd.DataFrame, per_task: int | None = None, seed: int = 0) -> pd.DataFrame:
     """Within-task (PASS, FAIL) pairs of decidable trajectories: task_id, pass_id, fail_id, delta = PASS − FAIL.
 
-    ``values`` holds only decidable rows (a defined, non-zero-evidence score). Paper §4.4: one pair per
+    ``values`` holds only decidable rows (a defined, non-zero-evidence score). Paper §4.5: one pair per
     task (``per_task`` 1), so a task with many trajectories does not count many times; the PASS and
     the FAIL side are drawn with a generator seeded by (seed, task), so adding a task never changes
     another task's pair. ``per_task`` None keeps every PASS × FAIL combination. Pairs run in task

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from fakeservers import FakeOpenAI
-from judge_corpus import ingest_and_freeze
+from judge_corpus import frozen_corpus
 
 from gcpc.analysis.rejudge import rejudge
 from gcpc.io import iter_jsonl, read_models
@@ -22,9 +22,7 @@ KEY = "sk-test-REJUDGE-4242"
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("corpus")
-    ingest_and_freeze(root / "ingest", root / "synth")
-    return root
+    return frozen_corpus(tmp_path_factory.mktemp("corpus"))
 
 
 def params_for(server: FakeOpenAI, cache: Path, **judge) -> dict:

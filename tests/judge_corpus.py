@@ -28,6 +28,12 @@ def ingest_and_freeze(ingest_dir: Path, synth_dir: Path) -> None:
                    settings, synth_dir, progress=False)
 
 
+def frozen_corpus(root: Path) -> Path:
+    """`root/ingest` and `root/synth` as `ingest_and_freeze` writes them (the demo, checklists frozen)."""
+    ingest_and_freeze(root / "ingest", root / "synth")
+    return root
+
+
 def replicated_corpus(root: Path, at_least: int) -> Path:
     """`root/data/processed/{ingest,synthesize}` with >= `at_least` trajectories (so as many distinct judge requests)."""
     processed = root / "data" / "processed"

@@ -21,7 +21,8 @@ def _request(question: str, events: list) -> LLMRequest:
 
 
 def _old_key(r: LLMRequest) -> str:
-    return content_hash(r.model_dump(mode="json", exclude={"purpose"}))
+    # `repeat` (a repeated judging pass) counts only when set: unset, the key is the one it was before the field
+    return content_hash(r.model_dump(mode="json", exclude={"purpose"} | ({"repeat"} if r.repeat is None else set())))
 
 
 def test_parts_equal_whole():
@@ -51,6 +52,8 @@ def test_keys_equal_the_whole_request_hash():
     assert _request("question 0?", changed).key != keys[0]
     without = LLMRequest(**{**alone.model_dump(), "inputs": {"question": "q"}})
     assert without.key == _old_key(without)
+    again = alone.model_copy(update={"repeat": 2})
+    assert again.key == _old_key(again) != alone.key
 
 
 def test_stored_lines_equal_the_whole_record_encoding():
@@ -63,4 +66,5 @@ def test_stored_lines_equal_the_whole_record_encoding():
         blobs: dict[str, str] = {}
         data["request"] = _externalize(data["request"], blobs)
         assert _split(record) == (redact(canonical_json(data)) + "\n", blobs)
-        assert record.request == json.loads(json.dumps(request.model_dump(mode="json")))
+        # an unset `repeat` is left out of the record, as of the key: records stay as they were
+        assert record.request == json.loads(json.dumps(request.model_dump(mode="json", exclude={"repeat"})))

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from gcpc.analysis.common import fmt, fmt_ci, fmt_share, jsonable, latex_table, markdown_table, resolve_analysis
+from gcpc.analysis.common import fmt, fmt_ci, fmt_share, jsonable, latex_table, markdown_table, resolve_analysis, zero_evidence_mask
 from gcpc.analysis.stats import cluster_codes, resample_counts
 
 POOLED = "all"
@@ -145,7 +145,7 @@ def item_validity(labels: pd.DataFrame, metrics: pd.DataFrame, cfg: dict[str, An
     # the paper's rule (§4), as in every analysis: a zero-evidence (trajectory, arm) is left out by default
     is_ze = np.zeros(len(items), bool)
     if {"zero_evidence", "arm"} <= set(metrics.columns):
-        ze_rows = metrics.loc[metrics["zero_evidence"].fillna(False).astype(bool).to_numpy(), ["trajectory_id", "arm"]]
+        ze_rows = metrics.loc[zero_evidence_mask(metrics).to_numpy(), ["trajectory_id", "arm"]]
         if len(ze_rows):
             # (trajectory, arm) membership by a left join on the string keys: no Python tuple per row
             keys = pd.DataFrame({"trajectory_id": items["trajectory_id"].astype(str).to_numpy(),

@@ -26,6 +26,7 @@ from gcpc.analysis.common import (
     outcome_free_values,
     with_method_arm,
     zero_evidence_list,
+    zero_evidence_mask,
     zero_evidence_text,
 )
 from gcpc.analysis.parallel import run_parts
@@ -133,7 +134,7 @@ def score_values(rows: pd.DataFrame, score: str, zero_evidence_score: float | No
     """
     raw = rows[score].astype(float)
     values = outcome_free_values(rows, score, zero_evidence_score)
-    ze = rows["zero_evidence"].fillna(False).astype(bool)
+    ze = zero_evidence_mask(rows)
     keep = values.notna()
     info = {
         "n_zero_evidence": int(ze.sum()),
@@ -191,7 +192,7 @@ def _delta_entry(rows: pd.DataFrame, a: str, b: str, boot: dict[str, Any]) -> di
 
 def _not_produced(rows: pd.DataFrame, score: str) -> dict[str, Any]:
     entry: dict[str, Any] = _counts(rows)
-    entry.update(auc=None, ci_low=None, ci_high=None, n_zero_evidence=int(rows["zero_evidence"].astype(bool).sum()),
+    entry.update(auc=None, ci_low=None, ci_high=None, n_zero_evidence=int(zero_evidence_mask(rows).sum()),
                  n_undefined=int(len(rows)), n_filled=0, n_dropped=0,
                  skipped=f"this arm produces no {score} (all values missing)")
     return entry
@@ -252,7 +253,7 @@ def perfect_agreement(rows: pd.DataFrame, zero_evidence_score: float | None) -> 
     for arm in sorted(rows["arm"].unique().tolist()):
         g = rows[(rows["arm"] == arm) & rows["perfect"].notna()]
         if zero_evidence_score is None:
-            g = g[~g["zero_evidence"].fillna(False).astype(bool)]
+            g = g[~zero_evidence_mask(g)]
         if g.empty:
             continue
         perfect = g["perfect"].astype(bool)

@@ -49,7 +49,8 @@ from gcpc.analysis.common import (
     zero_evidence_counts,
     zero_evidence_text,
 )
-from gcpc.analysis.stats import UndefinedStatistic, alpha_bootstrap, clustered_spearman_bootstrap, reliability_matrix, sign_test
+from gcpc.analysis.stats import (UndefinedStatistic, alpha_bootstrap, clustered_spearman_bootstrap, exact_differences, exact_mean,
+                               reliability_matrix, sign_test)
 from gcpc.analysis.parallel import run_parts
 
 LABEL_CODES = {"Yes": 0.0, "No": 1.0, "Abstain": 2.0}
@@ -173,7 +174,7 @@ def same_task_pairs(values: pd.DataFrame, per_task: int | None = None, seed: int
         out_task.append(tasks[pi])
         out_pass.append(ids[pi])
         out_fail.append(ids[fi])
-        out_delta.append(value[pi] - value[fi])
+        out_delta.append(exact_differences(value[pi], value[fi]))  # exact: a tie is 0, never ±1e-17
     if not out_task:
         return pd.DataFrame(columns=columns)
     return pd.DataFrame({"task_id": np.concatenate(out_task), "pass_id": np.concatenate(out_pass),
@@ -210,7 +211,7 @@ def pair_diagnosis(metrics: pd.DataFrame, cfg: dict[str, Any]) -> dict[str, Any]
                 # tasks with a PASS and a FAIL trajectory, but no decidable pair once zero-evidence logs are excluded
                 e["n_tasks_undecidable"] = len(_tasks_with_both(ga) - _tasks_with_both(vals))
                 e["pairs_per_task"] = n_per_task
-                per_task = pairs.groupby("task_id")["delta"].mean() if len(pairs) else pd.Series(dtype=float)
+                per_task = pairs.groupby("task_id")["delta"].agg(exact_mean) if len(pairs) else pd.Series(dtype=float)
                 e["by_task"] = sign_test(per_task.to_numpy(dtype=float))
                 be["arms"].setdefault(str(arm), {})[score] = e
         out["benchmarks"][str(bench)] = be

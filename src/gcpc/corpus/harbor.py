@@ -217,7 +217,12 @@ def condition_of(task_source: str | None) -> str:
 
 
 def outcome_of(result: dict[str, Any] | None, missing_reason: str | None = None) -> Outcome:
-    """Official outcome: reward 1.0 PASS, 0.0 FAIL; anything else is 'other' with the reason."""
+    """Official outcome: reward 1.0 PASS, 0.0 FAIL; anything else is 'other' with the reason.
+
+    A trial that recorded `exception_info` (e.g. an agent timeout) keeps its binary reward's outcome,
+    as the paper's population is every trajectory with a binary reward: a timed-out agent that scored
+    0.0 is an official FAIL. The exception is recorded in `reason`; dropping such trials is the
+    named, off-by-default population filter `exclude_exceptions` (gcpc.corpus.population)."""
     if result is None:
         return Outcome(status="other", reason=missing_reason or "result.json missing")
     raw = _get(result, "verifier_result", "rewards", "reward")
@@ -229,7 +234,10 @@ def outcome_of(result: dict[str, Any] | None, missing_reason: str | None = None)
         etype = _get(exc, "exception_type") or "exception"
         msg = str(_get(exc, "exception_message") or "").strip().splitlines()
         detail = f": {msg[0][:200]}" if msg else ""
-        return Outcome(status="other", reward=reward, reason=f"exception_info set ({etype}{detail})")
+        why = f"exception_info set ({etype}{detail})"
+        if reward in (0.0, 1.0) and result.get("verifier_result") is not None:
+            return Outcome(status="PASS" if reward == 1.0 else "FAIL", reward=reward, reason=why)
+        return Outcome(status="other", reward=reward, reason=why)
     if result.get("verifier_result") is None:
         return Outcome(status="other", reason="verifier_result is null (verifier did not run)")
     if reward is None:

@@ -75,7 +75,8 @@ OutcomeStatus = Literal["PASS", "FAIL", "other"]
 class Outcome(Frozen):
     status: OutcomeStatus
     reward: float | None = None
-    reason: str | None = Field(default=None, description="why status is 'other' (partial reward, exception, missing)")
+    reason: str | None = Field(default=None, description="why status is 'other' (partial reward, exception, missing); "
+                                                         "on a PASS / FAIL, the exception the trial recorded (Harbor exception_info)")
     raw: str | None = Field(default=None, description="the official result as recorded, e.g. 'is_resolved=null'")
 
 

@@ -142,6 +142,7 @@ class LLMClient:
         batch_error_retries: int = 3,
         shared: SharedCache | None = None,
         retry_refused: bool = False,
+        repeat: int | None = None,
     ):
         if max_attempts < 1:
             raise ValueError("max_attempts must be >= 1")
@@ -161,6 +162,9 @@ class LLMClient:
         self.batch_error_retries = batch_error_retries
         self.shared = shared
         self.retry_refused = retry_refused
+        if repeat is not None and repeat < 2:
+            raise ValueError(f"repeat is the pass number of a repeated pass (>= 2), not {repeat!r}")
+        self.repeat = repeat
         self.shared_hits = 0
         self._collected: set[str] = set()
         self.used_keys: set[str] = set()
@@ -294,8 +298,16 @@ class LLMClient:
         # Transport failures are logged, then stop the stage: a re-run resumes here.
         return ProviderError(f"request {key[:12]} ({request.purpose}): {record.error}")
 
+    def _stamp(self, request: LLMRequest) -> LLMRequest:
+        """The request as this client sends it: in a repeated pass (`repeat`) it carries the pass number,
+        so its key, its store entry and its shared-cache entry are its own, never pass 1's answer."""
+        if self.repeat is None or request.repeat == self.repeat:
+            return request
+        return request.model_copy(update={"repeat": self.repeat})
+
     # ---- serial -----------------------------------------------------------------------------
     def run_one(self, request: LLMRequest, output_type: type[BaseModel], check: Check | None = None) -> CallResult:
+        request = self._stamp(request)
         if self.mode == "batch":
             return self.run([request], output_type, check, desc=request.purpose)[0]
         return self._serial(request.key, request, output_type, check)
@@ -324,6 +336,7 @@ class LLMClient:
         desc: str = "llm",
     ) -> list[CallResult]:
         """Answer every request; results come back in input order whatever the mode."""
+        requests = [self._stamp(r) for r in requests]
         keys = [r.key for r in requests]
         self.used_keys.update(keys)
         results: dict[str, CallResult] = {}

@@ -112,3 +112,21 @@ def make_logs(log_dir: Path, cache_dir: Path) -> Path:
                         log_format="eval")
     assert logs[0].status == "success", logs[0].error
     return Path(logs[0].location)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python tests/inspect_support.py LOG_DIR`: the scripted eval (README, "Inspect AI"); prints the log written."""
+    import argparse
+    import tempfile
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("log_dir", type=Path)
+    parser.add_argument("--tiktoken-cache", type=Path, default=Path(tempfile.gettempdir()) / "gcpc-tiktoken",
+                        help="where o200k_base is placed for Inspect's offline token counts")
+    args = parser.parse_args(argv)
+    print(make_logs(args.log_dir, args.tiktoken_cache))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

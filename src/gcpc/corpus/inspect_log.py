@@ -188,7 +188,7 @@ def outcome_of(scores: Mapping[str, Any] | None, *, scorer: str | None = None, p
     return Outcome(status="other", raw=raw, reason=f"value not PASS/FAIL: {name} = {value!r}")
 
 
-def test_results_of(scores: Mapping[str, Any] | None, scorer: str | None, key: str | None,
+def per_test_results(scores: Mapping[str, Any] | None, scorer: str | None, key: str | None,
                     ignore: Sequence[str] = ()) -> dict[str, str]:
     """Per-test results from the outcome score's metadata[key]: {test id: status} (booleans are passed/failed)."""
     if not key:
@@ -252,7 +252,10 @@ def iter_samples(path: Path) -> Iterator[Any]:
     """A log's samples, one at a time (Inspect streams them out of a `.eval` zip)."""
     from inspect_ai.log import read_eval_log_samples
 
-    yield from read_eval_log_samples(str(path), all_samples_required=False)
+    # messages with attachments resolved (a `.eval` log stores long contents once, by reference); the
+    # transcript events, which hold every message again, are never loaded
+    yield from read_eval_log_samples(str(path), all_samples_required=False, resolve_attachments="core",
+                                     exclude_fields={"events"})
 
 
 def read_log(path: Path, label: str, cfg: Mapping[str, Any], benchmark: str, tasks: dict[str, Task],
@@ -296,7 +299,7 @@ def read_log(path: Path, label: str, cfg: Mapping[str, Any], benchmark: str, tas
             source=source,
             trial=f"{sample.id}/epoch{sample.epoch}",
             outcome=outcome_of(sample.scores, scorer=scorer, pass_threshold=threshold, error=sample.error, ignore=ignore),
-            test_results=test_results_of(sample.scores, scorer, cfg.get("test_results_key"), ignore),
+            test_results=per_test_results(sample.scores, scorer, cfg.get("test_results_key"), ignore),
             events=events,
             source_path=where,
             log_format=LOG_FORMAT,

@@ -259,8 +259,10 @@ def iter_samples(path: Path) -> Iterator[Any]:
 
 
 def read_log(path: Path, label: str, cfg: Mapping[str, Any], benchmark: str, tasks: dict[str, Task],
-             trajectories: list[Trajectory], exclusions: list[Exclusion], ignore: Sequence[str] = ()) -> None:
-    """Every sample of one log becomes a trajectory (and its task) or a named exclusion."""
+             trajectories: list[Trajectory], exclusions: list[Exclusion], ignore: Sequence[str] = (),
+             notes: list[str] | None = None) -> None:
+    """Every sample of one log becomes a trajectory (and its task) or a named exclusion; samples the header lists
+    but the log does not hold (an unfinished run) are counted in `notes`."""
     from inspect_ai.log import read_eval_log
 
     header = read_eval_log(str(path), header_only=True)
@@ -269,7 +271,10 @@ def read_log(path: Path, label: str, cfg: Mapping[str, Any], benchmark: str, tas
     scorer = cfg.get("outcome_scorer")
     threshold = cfg.get("pass_threshold")
     strict = bool(cfg.get("strict"))
+    listed = len(header.eval.dataset.sample_ids or []) * (header.eval.config.epochs or 1)
+    seen = 0
     for sample in iter_samples(path):
+        seen += 1
         where = f"{label}#{sample.id}/epoch{sample.epoch}"
         base = {"benchmark": benchmark, "source": source, "task_id": str(sample.id)}
         task, why = read_guarded(lambda: task_of(sample, header, cfg, benchmark, label),  # noqa: B023 - called now
@@ -311,6 +316,9 @@ def read_log(path: Path, label: str, cfg: Mapping[str, Any], benchmark: str, tas
             exclusions.append(Exclusion(path=where, reason=str(why), **base))
         else:
             trajectories.append(traj)
+    if notes is not None and seen < listed:
+        notes.append(f"{label}: {listed - seen} of {listed} samples (x epochs) listed in the log's header are not in it "
+                     f"(log status {header.status})")
 
 
 GCPC_SCORER_NAMES = ("gcpc", "gcpc/gcpc")
@@ -340,7 +348,7 @@ def read_corpus(cfg: dict[str, Any], root: Path, roots: Sequence[Path]) -> tuple
     for path in dict.fromkeys(logs):
         label = display_path(path, roots)
         try:
-            read_log(path, label, cfg, benchmark, tasks, trajectories, exclusions, ignore=GCPC_SCORER_NAMES)
+            read_log(path, label, cfg, benchmark, tasks, trajectories, exclusions, ignore=GCPC_SCORER_NAMES, notes=notes)
         except Exception as exc:  # noqa: BLE001 - one unreadable log never aborts the corpus
             if cfg.get("strict"):
                 raise

@@ -96,7 +96,9 @@ def make_corpus(fmt: str, dest: Path, mb: float) -> tuple[dict, Path]:
     if fmt == "inspect-eval":
         log = dest / "logs" / "big.eval"
         log.parent.mkdir(parents=True)
-        _write_inspect_log(log, size)
+        # written in its own process: a child's ru_maxrss starts at its parent's peak (Linux keeps it across
+        # fork and exec), so the parent must not grow to hold the log's samples
+        subprocess.run([sys.executable, __file__, "--write-inspect", str(log), str(size)], check=True)
         return {"name": "big", "format": "inspect", "benchmark": "bench", "trials_dirs": ["logs"]}, log
     if fmt == "claude-code-stream-json":
         task = dest / "tasks" / "big"
@@ -155,7 +157,11 @@ def main() -> None:
     parser.add_argument("--formats", nargs="+", default=list(FORMATS), choices=FORMATS)
     parser.add_argument("--out", default=str(REPO / "bench" / "results" / "memory.json"))
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--write-inspect", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.write_inspect:
+        _write_inspect_log(Path(args.write_inspect[0]), int(args.write_inspect[1]))
+        return
     if args.child:
         child(*args.child)
         return

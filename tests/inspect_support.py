@@ -46,21 +46,19 @@ def offline_tiktoken(cache_dir: Path) -> Path:
     return dest
 
 
-SAMPLES: list[dict[str, Any]] = [
-    {"id": "greeting", "input": "Create the file greeting.txt containing the line hello world.",
-     "command": "printf 'hello world\\n' > greeting.txt && cat greeting.txt",
-     "check": "grep -qx 'hello world' greeting.txt", "tests": ["test_greeting_file"]},
-    {"id": "numbers", "input": "Create the file numbers.txt containing the numbers 1 to 5, one per line.",
-     "command": "seq 1 3 > numbers.txt && cat numbers.txt",
-     "check": "test \"$(cat numbers.txt)\" = \"$(seq 1 5)\"", "tests": ["test_numbers_file"]},
-    {"id": "marker", "input": "Create the directory build and an empty file build/done.marker inside it.",
-     "command": "mkdir -p build && touch build/done.marker && ls build",
-     "check": "test -f build/done.marker", "tests": ["test_marker_exists"]},
-    {"id": "script", "input": "Run the script run.sh that prints OK and save its output to result.txt.",
-     "command": "bash run.sh > result.txt",
-     "check": "grep -qx OK result.txt", "tests": ["test_result_ok"]},
-]
-"""greeting and marker pass their check, numbers and script fail (script's command exits non-zero: a tool error)."""
+SAMPLE_FIELDS = ("id", "input", "command", "check", "tests")
+SAMPLES: list[dict[str, Any]] = [dict(zip(SAMPLE_FIELDS, row, strict=True)) for row in (
+    ("greeting", "Create the file greeting.txt containing the line hello world.",
+     "printf 'hello world\\n' > greeting.txt && cat greeting.txt", "grep -qx 'hello world' greeting.txt",
+     ["test_greeting_file"]),
+    ("numbers", "Create the file numbers.txt containing the numbers 1 to 5, one per line.",
+     "seq 1 3 > numbers.txt && cat numbers.txt", "test \"$(cat numbers.txt)\" = \"$(seq 1 5)\"", ["test_numbers_file"]),
+    ("marker", "Create the directory build and an empty file build/done.marker inside it.",
+     "mkdir -p build && touch build/done.marker && ls build", "test -f build/done.marker", ["test_marker_exists"]),
+    ("script", "Run the script run.sh that prints OK and save its output to result.txt.",
+     "bash run.sh > result.txt", "grep -qx OK result.txt", ["test_result_ok"]),
+)]
+"""greeting and marker pass their check, numbers and script fail (script's command fails; Inspect's bash tool shows its stderr as the output)."""
 
 
 def make_task() -> Any:

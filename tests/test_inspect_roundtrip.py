@@ -15,12 +15,11 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from demo_outputs import git_files
+from demo_outputs import fresh_clone
 from inspect_support import need_inspect, offline_tiktoken
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,17 +46,8 @@ def repo(tmp_path_factory):
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
     dest = tmp_path_factory.mktemp("inspect") / "gcpc"
-    for rel in git_files(ROOT):
-        src = ROOT / rel
-        if src.is_file() and not rel.startswith(("data/processed/", "metrics/", "figures/")) and Path(rel).name != "dvc.lock":
-            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dest / rel)
-    env = dict(os.environ)
-    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    env = fresh_clone(ROOT, dest)
     env["TIKTOKEN_CACHE_DIR"] = str(offline_tiktoken(tmp_path_factory.mktemp("tiktoken")).parent)
-    env.update(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
-    for args in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "clone"]):
-        subprocess.run(args, cwd=dest, env=env, check=True, capture_output=True)
     for cmd in readme_commands():
         proc = subprocess.run(["bash", "-c", cmd], cwd=dest, env=env, capture_output=True, text=True, timeout=900)
         assert proc.returncode == 0, f"{cmd}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"

@@ -135,3 +135,13 @@ def test_unreadable_log_is_an_exclusion(tmp_path):
     assert len(result.trajectories) == 4
     assert [e.path for e in result.exclusions] == ["bad.eval"]
     assert result.exclusions[0].reason.startswith("unreadable Inspect log: bad.eval")
+
+
+def test_inspect_cli_prints_every_sample():
+    pytest.importorskip("inspect_ai", reason="inspect-ai is not installed (pip install -e \".[inspect]\")")
+    from gcpc.corpus.inspect import inspect_path
+
+    text = inspect_path(FIXTURE)
+    for sample in ("greeting", "marker", "numbers", "script"):
+        assert f'"trajectory_id": "inspect/file_tasks/{sample}/1"' in text
+    assert "bash: seq 1 3 > numbers.txt && cat numbers.txt" in text

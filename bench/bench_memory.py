@@ -20,6 +20,7 @@ An Inspect log is read a sample at a time, so its peak follows the largest sampl
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import platform
@@ -167,6 +168,9 @@ def main() -> None:
         return
     results = {}
     for fmt in args.formats:
+        if fmt == "inspect-eval" and importlib.util.find_spec("inspect_ai") is None:
+            print("inspect-eval: skipped, inspect-ai is not installed (pip install -e \".[inspect]\")", flush=True)
+            continue
         with tempfile.TemporaryDirectory(prefix="gcpc-mem-") as tmp:
             cfg, log = make_corpus(fmt, Path(tmp), args.mb)
             base = measure("baseline", cfg, Path(tmp))

@@ -100,7 +100,7 @@ def dedupe(trajectories: list[Trajectory]) -> tuple[list[Trajectory], list[Exclu
     return kept, dropped
 
 
-FORMATS = ("harbor", "terminal-bench-1", "swe-bench")
+FORMATS = ("harbor", "terminal-bench-1", "swe-bench", "inspect")
 """Corpus formats a `data` config may name with its `format` key (default: harbor)."""
 
 
@@ -186,7 +186,8 @@ def ingest(corpus_cfg: dict[str, Any], root: Path, workers: int = 1) -> IngestRe
     `format` selects the reader: `harbor` (default; Harbor task and trial folders, also a
     tasks-only corpus without `trials_dirs`), `terminal-bench-1` (`trials_dirs` are folders of
     leaderboard runs) or `swe-bench` (`tasks_file` with SWE-bench instances, `trials_dirs` with
-    SWE-agent `.traj` files, optional `reports_dirs` with evaluation reports).
+    SWE-agent `.traj` files, optional `reports_dirs` with evaluation reports) or `inspect` (`trials_dirs`
+    with Inspect AI eval logs, files or folders; gcpc.corpus.inspect_log).
     Every path of the config (`tasks_dir`, `tasks_file`, `trials_dirs`, `reports_dirs`) resolves
     against the corpus root (`root/<corpus_cfg.root>` when given, else `root`), and recorded paths
     are relative to it (or to `root` for files outside it).
@@ -206,6 +207,8 @@ def ingest(corpus_cfg: dict[str, Any], root: Path, workers: int = 1) -> IngestRe
     elif fmt == "swe-bench":
         from gcpc.corpus.swe_bench import read_corpus
         corpus_cfg = {"benchmark": "swe-bench-verified", **corpus_cfg}
+    elif fmt == "inspect":
+        from gcpc.corpus.inspect_log import read_corpus  # needs the optional extra `inspect`
     else:
         read_corpus = _read_harbor
     benchmark = str(_required(corpus_cfg, "benchmark"))

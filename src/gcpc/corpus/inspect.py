@@ -3,8 +3,9 @@
 PATH may be a Harbor task folder (prints its metadata, provenance and verifier test ids), a
 Harbor or Terminal-Bench 1 trial folder (prints the trajectory's metadata, outcome, notes and
 the judge-visible rendering of its events), a single agent log (`claude-code.txt`, a session
-`.jsonl`, `trajectory.json`, `agent.log`, `post-agent.txt`, a SWE-agent `.traj`), or a SWE-bench
-instances file (prints each task's test ids).
+`.jsonl`, `trajectory.json`, `agent.log`, `post-agent.txt`, a SWE-agent `.traj`), a SWE-bench
+instances file (prints each task's test ids), or an Inspect AI eval log (`.eval`, eval-log `.json`:
+every sample's trajectory; needs the `inspect` extra).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 from gcpc.corpus.atif import parse_atif_file
 from gcpc.corpus.claude_code import parse_log
 from gcpc.corpus.harbor import read_task, read_trial
+from gcpc.corpus.inspect_log import is_inspect_log
 from gcpc.corpus.models import Event, Exclusion, Task, Trajectory
 from gcpc.corpus.render import DEFAULT_MAX_CHARS, render_log
 from gcpc.corpus.swe_bench import parse_traj_file
@@ -104,6 +106,13 @@ def inspect_path(path: Path, max_chars: int | None = DEFAULT_MAX_CHARS) -> str:
                                       (trial / "commands.txt").as_posix())
         session, _ = read_session(path, path.as_posix(), typed)
         return _events_text(session.events, {"format": "tb1", "notes": session.notes}, max_chars)
+    if is_inspect_log(path):  # an Inspect AI eval log: every sample, as `format: inspect` reads it
+        from gcpc.corpus.inspect_log import read_corpus as read_inspect
+
+        _, trajectories, excluded, notes = read_inspect({"benchmark": "inspect", "trials_dirs": [name]}, path.parent,
+                                                        [path.parent])
+        return ("".join(_trajectory_text(t, max_chars) + "\n" for t in trajectories)
+                + "".join(f"excluded: {e.path}: {e.reason}\n" for e in excluded) + "".join(f"note: {n}\n" for n in notes))
     if path.suffix in (".jsonl", ".json"):
         first = path.read_text(encoding="utf-8", errors="replace").lstrip()[:100_000]
         if '"instance_id"' in first.split("\n", 1)[0] or (first.startswith("[") and '"instance_id"' in first):

@@ -76,6 +76,10 @@ def _parse(text: str, output_type: type[BaseModel], json_schema: dict[str, Any] 
     return output_type.model_validate_json(stripped)
 
 
+parse_reply = _parse
+"""The client's reply validation, for callers that get replies elsewhere (gcpc's Inspect scorer)."""
+
+
 def batch_entry_bytes(provider: Any, request: LLMRequest) -> int:
     """Bytes one request adds to a batch: the provider's own batch line where it has one, else the messages as JSON."""
     line = provider.batch_line(request) if hasattr(provider, "batch_line") else [m.model_dump() for m in request.messages]

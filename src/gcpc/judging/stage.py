@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from gcpc.corpus.models import Task, Trajectory
-from gcpc.io import atomic_path, iter_models_sized, read_models, write_jsonl, write_jsonl_lines, write_text
+from gcpc.io import atomic_path, iter_models_sized, read_models, verify_output, write_jsonl, write_jsonl_lines, write_text
 from gcpc.judging.checklist_arm import judge_checklist_arm, judge_generic_arm
 from gcpc.judging.floor_arm import judge_floor_arm
 from gcpc.judging.holistic_arm import judge_holistic_arm
@@ -103,7 +103,7 @@ def judge_stage(params: dict[str, Any], arm_name: str, ingest_dir: Path, synth_d
                   if "checklists" in reads else {})
     tasks = {(t.benchmark, t.task_id): t for t in read_models(ingest_dir / "tasks.jsonl", Task)} if "tasks" in reads else {}
     out_dir.mkdir(parents=True, exist_ok=True)
-    trajectories = ingest_dir / "trajectories.jsonl"
+    trajectories = verify_output(ingest_dir / "trajectories.jsonl")  # whole, as ingest wrote it, before any request
     llm_cfg = params["judge"]
     budget = _Budget()
     if not ARM_KINDS[arm.kind].uses_model:

@@ -208,7 +208,9 @@ def _load_json(path: Path, label: str | None = None, duplicates_ok: bool = False
         if duplicates_ok:
             return None, f"{path.name} unreadable ({exc})"
         raise DuplicateKey(f"{label or path.name}: {exc}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError, OSError) as exc:
+    except OSError as exc:  # its message would hold the absolute path; the file is named already
+        return None, f"{path.name} unreadable ({exc.strerror or type(exc).__name__})"
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         return None, f"{path.name} unreadable ({exc})"
     except RecursionError:
         return None, f"{path.name} unreadable (JSON nested too deeply)"

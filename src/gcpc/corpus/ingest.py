@@ -249,11 +249,20 @@ def ingest(corpus_cfg: dict[str, Any], root: Path, workers: int = 1) -> IngestRe
     return IngestResult(
         corpora=[name],
         tasks=tasks,
-        trajectories=trajectories,
+        trajectories=[_relative_notes(t, relative) for t in trajectories],
         exclusions=sorted((e.model_copy(update={"reason": relative(e.reason)}) for e in exclusions + duplicates),
                           key=lambda e: (e.path, e.reason)),
         notes=sorted({printable(relative(n)) for n in notes}),
     )
+
+
+def _relative_notes(t: Trajectory, relative: Any) -> Trajectory:
+    """The trajectory with its notes and outcome reason passed through `relative` (a copy only when that changes them)."""
+    notes = [relative(n) for n in t.notes]
+    reason = relative(t.outcome.reason) if t.outcome.reason else t.outcome.reason
+    if notes == t.notes and reason == t.outcome.reason:
+        return t
+    return t.model_copy(update={"notes": notes, "outcome": t.outcome.model_copy(update={"reason": reason})})
 
 
 def relative_text(text: str, roots: list[Path]) -> str:

@@ -80,8 +80,8 @@ def _load_json(path: Path, label: str) -> tuple[Any, str | None]:
         return None, f"{label}: invalid JSON ({exc.msg}, line {exc.lineno} column {exc.colno})"
     except RecursionError:
         return None, f"{label}: JSON nested too deeply"
-    except OSError as exc:
-        return None, f"{label}: unreadable ({exc})"
+    except OSError as exc:  # its message would hold the absolute path; the file is named already
+        return None, f"{label}: unreadable ({exc.strerror or type(exc).__name__})"
 
 
 def normalize_test_key(key: str) -> str:
@@ -447,7 +447,7 @@ def read_trial(tf: TrialFolder, tasks_by_id: dict[str, Task] | None, *, root: Se
             typed, cnotes = parse_commands((tf.path / "commands.txt").read_bytes().decode("utf-8", errors="replace"),
                                            f"{label}/commands.txt")
         except OSError as exc:
-            cnotes = [f"{label}/commands.txt: unreadable ({exc})"]
+            cnotes = [f"{label}/commands.txt: unreadable ({exc.strerror or type(exc).__name__})"]
         notes += cnotes
     else:
         notes.append(f"{label}: no commands.txt; the test phase is found by its command line only")
@@ -455,7 +455,8 @@ def read_trial(tf: TrialFolder, tasks_by_id: dict[str, Task] | None, *, root: Se
     try:
         session, raw = read_session(tf.path / log_rel, log_label, typed)
     except OSError as exc:
-        return Exclusion(path=label, reason=f"unreadable agent log: {log_label} ({exc})", **base)
+        return Exclusion(path=label, reason=f"unreadable agent log: {log_label} ({exc.strerror or type(exc).__name__})",
+                         **base)
     if log_rel != LOG_FILES[0]:
         notes.append(f"{label}: no sessions/agent.log; the pane capture panes/post-agent.txt is used")
     notes += session.notes

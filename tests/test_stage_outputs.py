@@ -118,3 +118,24 @@ def test_a_stage_killed_mid_write_leaves_the_previous_outputs_and_the_next_run_c
     _write_run(out, 3)
     assert [p.name for p in tmp_path.iterdir()] == ["ingest"]  # the stale temporary is gone
     assert {r["run"] for r in iter_jsonl(out / "trajectories.jsonl")} == {3}
+
+
+def test_a_stage_writing_in_place_records_its_outputs_when_done(tmp_path):
+    """Synthesis and judging append a resumable call log in their folder: their manifest names the other files,
+    is removed when the stage starts and written when it is done."""
+    from gcpc.io import forget_outputs, record_outputs
+
+    out = tmp_path / "judge"
+    out.mkdir()
+    write_jsonl(out / "judgments.jsonl", [{"i": i} for i in range(10)])
+    (out / "llm_calls.jsonl").write_text('{"call": 1}\n')
+    record_outputs(out, ["judgments.jsonl"])
+    with (out / "llm_calls.jsonl").open("a") as fh:  # a later, killed run appended a call: never checked
+        fh.write('{"call": 2}\n')
+    assert len(list(iter_jsonl(out / "llm_calls.jsonl"))) == 2
+    path = out / "judgments.jsonl"
+    path.write_bytes(b"".join(path.read_bytes().splitlines(keepends=True)[:7]))
+    with pytest.raises(ValueError, match=r"judgments.jsonl: holds 7 rows .* wrote 10 rows"):
+        list(iter_jsonl(path))
+    forget_outputs(out)  # the stage starts again: nothing to check until it records what it wrote
+    assert len(list(iter_jsonl(path))) == 7

@@ -414,6 +414,19 @@ def _exchange(a: Path, b: Path) -> bool:
     return fn(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), _RENAME_EXCHANGE) == 0
 
 
+def record_outputs(folder: str | Path, names: Iterable[str]) -> None:
+    """Write `folder`'s manifest for the files `names` a stage wrote in place (a stage whose call log is appended
+    as it goes, so that a killed run resumes, cannot write into a fresh folder). Call `forget_outputs` first,
+    when the stage starts: while it runs, its files are not yet what a manifest would say."""
+    folder = Path(folder)
+    write_json(folder / MANIFEST, {"files": {n: file_record(folder / n) for n in sorted(names) if (folder / n).is_file()}})
+
+
+def forget_outputs(folder: str | Path) -> None:
+    """Remove `folder`'s manifest (a stage that writes in place is starting; see `record_outputs`)."""
+    (Path(folder) / MANIFEST).unlink(missing_ok=True)
+
+
 @contextmanager
 def stage_outputs(out_dir: str | Path) -> Iterator[Path]:
     """A fresh folder to write a stage's outputs into; when the block ends without an error its manifest is

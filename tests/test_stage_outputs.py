@@ -35,6 +35,9 @@ def test_outputs_are_replaced_together_and_recorded_in_a_manifest(tmp_path):
     assert {r["run"] for r in iter_jsonl(out / "tasks.jsonl")} == {r["run"] for r in iter_jsonl(out / "trajectories.jsonl")} == {2}
     assert (out / "kept-by-hand.txt").read_text() == "not written by the stage"  # carried over, not lost
     assert [p.name for p in tmp_path.iterdir()] == ["ingest"]  # no temporary folder left
+    umask = os.umask(0)
+    os.umask(umask)
+    assert out.stat().st_mode & 0o777 == 0o777 & ~umask  # as mkdir makes it, not private
 
 
 def test_an_error_inside_the_stage_leaves_the_previous_outputs(tmp_path):

@@ -415,11 +415,17 @@ def _exchange(a: Path, b: Path) -> bool:
 
 
 def record_outputs(folder: str | Path, names: Iterable[str]) -> None:
-    """Write `folder`'s manifest for the files `names` a stage wrote in place (a stage whose call log is appended
-    as it goes, so that a killed run resumes, cannot write into a fresh folder). Call `forget_outputs` first,
-    when the stage starts: while it runs, its files are not yet what a manifest would say."""
+    """Record in `folder`'s manifest the files `names` a stage wrote in place (a stage whose call log is appended
+    as it goes, so that a killed run resumes, cannot write into a fresh folder); records of other files are kept.
+    Call `forget_outputs` first, when the stage starts: while it runs, its files are not what a manifest says."""
     folder = Path(folder)
-    write_json(folder / MANIFEST, {"files": {n: file_record(folder / n) for n in sorted(names) if (folder / n).is_file()}})
+    try:
+        files = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        files = {}
+    files = files if isinstance(files, dict) else {}
+    files.update({n: file_record(folder / n) for n in names if (folder / n).is_file()})
+    write_json(folder / MANIFEST, {"files": dict(sorted(files.items()))})
 
 
 def forget_outputs(folder: str | Path) -> None:
@@ -438,6 +444,9 @@ def stage_outputs(out_dir: str | Path) -> Iterator[Path]:
     if out.is_dir():
         clean_stale(out)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.{os.getpid()}.", suffix=".staging", dir=out.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    staging.chmod(0o777 & ~umask)  # as a folder made with mkdir (mkdtemp makes it private)
     try:
         yield staging
         written = sorted(p.name for p in staging.iterdir() if p.is_file() and p.name != MANIFEST)

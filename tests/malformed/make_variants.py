@@ -365,6 +365,12 @@ def _harbor_matrix(root: Path) -> None:
         _w(folder / "agent" / "claude-code.txt", _stream(name))
         VARIANTS.append(Variant("harbor", name, os.fsencode(rel(folder)).decode("utf-8", "backslashreplace"),
                                 os.fsencode(rel(folder)).decode("utf-8", "backslashreplace"), family="harbor ids"))
+    folder = root / "jobs" / os.fsdecode(b"group-\xff") / "j2" / "t-ok__nested"
+    _w(folder / "config.json", json.dumps({"task": {"path": "/x/tasks/t-ok"}, "trial_name": "t-ok__nested"}))
+    _w(folder / "result.json", json.dumps({"task_name": "t-ok", "verifier_result": {"rewards": {"reward": 1.0}}}))
+    _w(folder / "agent" / "claude-code.txt", _stream("nested"))
+    shown = os.fsencode(rel(folder)).decode("utf-8", "backslashreplace")
+    VARIANTS.append(Variant("harbor", "m-id-group-folder-not-utf8", shown, shown, family="harbor ids"))
     folder = _trial(root, os.fsdecode(b"sales-csv-summary__\xff\xfe"))
     shown = os.fsencode(rel(folder)).decode("utf-8", "backslashreplace")
     VARIANTS.append(Variant("harbor", "m-id-trial-folder-not-utf8", shown, shown, family="harbor ids"))
@@ -447,6 +453,12 @@ def _tb1_matrix(root: Path, outside: Path, agent_log: bytes | None) -> None:
     _w(folder / "panes" / "post-agent.txt", PANE.replace("hi", "hi bytes"))
     shown = os.fsencode(rel(folder)).decode("utf-8", "backslashreplace")
     VARIANTS.append(Variant("tb1", "tb1-m-id-trial-not-utf8", shown, shown, family="tb1 ids"))
+    batch_run = root / "runs" / "20250103_agent_model-b"
+    folder = batch_run / os.fsdecode(b"batch-\xff") / "hello" / "hello.1-of-1.b"
+    _w(folder / "results.json", valid)
+    _w(folder / "panes" / "post-agent.txt", PANE.replace("hi", "hi batch"))
+    shown = os.fsencode(rel(folder)).decode("utf-8", "backslashreplace")
+    VARIANTS.append(Variant("tb1", "tb1-m-id-batch-not-utf8", shown, shown, family="tb1 ids"))
     loop = run / "zz-loop"
     os.symlink("..", loop)
     VARIANTS.append(Variant("tb1", "tb1-m-link-loop", rel(loop), rel(loop), family="tb1 link loop"))

@@ -420,6 +420,8 @@ def read_trial(folder: str | Path, benchmark: str, tasks_by_id: dict[str, Task] 
         problem = id_problem(name)
         if problem:
             return Exclusion(path=label, reason=f"invalid id: {what} {problem}", benchmark=benchmark)
+    if printable(label) != label:  # a folder between the jobs folder and the job: shown in source_path
+        return Exclusion(path=label, reason="folder name not UTF-8 in the trial's path", benchmark=benchmark)
     config, config_why = _load_json(folder / "config.json", f"{label}/config.json")
     result, result_why = _load_json(folder / "result.json", f"{label}/result.json")
     for name, why in (("config.json", config_why), ("result.json", result_why)):

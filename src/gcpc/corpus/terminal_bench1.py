@@ -425,7 +425,7 @@ def read_trial(tf: TrialFolder, tasks_by_id: dict[str, Task] | None, *, root: Se
                condition: str = "unknown", render_max_chars: int | None = None) -> Trajectory | Exclusion:
     label = display_path(tf.path, root)
     for what, name in (("run folder name", tf.run), ("task folder name", tf.task_from_name),
-                       ("trial folder name", tf.path.name)):
+                       ("trial folder name", tf.path.name), *(("batch folder name", b) for b in tf.rel.split("/")[:-2])):
         if id_problem(name):
             return Exclusion(path=label, reason=f"invalid id: {what} {id_problem(name)}", benchmark=BENCHMARK)
     task_id = str((tf.result or {}).get("task_id") or tf.task_from_name)

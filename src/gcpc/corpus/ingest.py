@@ -184,16 +184,17 @@ def corpus_root_of(corpus_cfg: dict[str, Any], root: Path) -> Path:
 
 
 def too_wide_root(corpus_root: Path, repo: Path) -> str | None:
-    """Why `corpus_root` may not be a corpus root (`/`, the home folder, the repository or a folder above it),
-    or None. Every read below the root is allowed, so such a root lets a link reach any file."""
+    """Why `corpus_root` may not be a corpus root (`/`, the home folder or a folder above the repository), or
+    None. Every read below the root is allowed, so such a root lets a link reach any file."""
     real = Path(os.path.realpath(corpus_root))
     home = os.path.realpath(os.path.expanduser("~"))
     if real == Path(real.anchor):
         return "the filesystem root"
     if os.fspath(real) == home:
         return "the home folder"
-    if Path(os.path.realpath(repo)).is_relative_to(real):
-        return "the repository or a folder above it"
+    repo_real = Path(os.path.realpath(repo))
+    if repo_real != real and repo_real.is_relative_to(real):
+        return "a folder above the repository"
     return None
 
 

@@ -19,7 +19,7 @@ import pandas as pd
 
 from gcpc.corpus.meta import FILE_NAME as META_FILE
 from gcpc.corpus.meta import META_KEYS, read_trajectory_meta_table
-from gcpc.io import iter_jsonl
+from gcpc.io import iter_jsonl, verify_output
 
 from gcpc.paths import ANALYZE, CONTROLS, FIGURES, FINALIZE, INGEST, REJUDGE  # noqa: F401 (re-exported to the RQ modules)
 from gcpc.paths import METRICS as METRICS_DIR
@@ -255,6 +255,7 @@ def read_trajectory_meta(path: Path = TRAJECTORIES) -> pd.DataFrame:
     The events are most of every line (gigabytes at the paper's scale) and none is needed here, so a
     line is parsed as its two parts around them (`_meta_record`) instead of whole."""
     rows = []
+    verify_output(path)  # against the ingest's stage manifest: a file cut at a line boundary is refused
     with Path(path).open("rb") as fh:  # bytes: the events are never even decoded
         for lineno, line in enumerate(fh, 1):
             if not line.endswith(b"\n"):

@@ -9,7 +9,9 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from gcpc.corpus.ids import printable
 
 
 class Frozen(BaseModel):
@@ -118,3 +120,9 @@ class Exclusion(Frozen):
     source: str | None = Field(default=None, description="job / run the trial came from, when known")
     task_id: str | None = None
     duplicate_of: str | None = Field(default=None, description="trajectory id (or path) this one duplicates")
+
+    @field_validator("path", "reason", "source", "task_id", "duplicate_of", mode="before")
+    @classmethod
+    def _writable(cls, value: object) -> object:
+        """A folder name that is not UTF-8 is shown with \\xNN escapes (it could not be written as JSON)."""
+        return printable(value) if isinstance(value, str) else value

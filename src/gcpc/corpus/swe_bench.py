@@ -30,6 +30,7 @@ from gcpc.corpus.harbor import display_path
 from gcpc.corpus.jsonpos import Span, load_with_spans, top_level_array_spans
 from gcpc.corpus.models import Event, EventKind, Exclusion, Outcome, SourceRef, Task, Trajectory, VerifierTest
 from gcpc.corpus.size import log_size
+from gcpc.io import DuplicateKey, loads_trusted
 
 NEVER_KEPT = frozenset({"patch", "hints_text"})
 """Instance fields that would reveal the solution: dropped on reading."""
@@ -249,8 +250,8 @@ def read_reports(reports_dir: Path, root: Sequence[Path], notes: list[str]) -> d
     for path in sorted(reports_dir.rglob("report.json")):
         label = display_path(path, root)
         try:
-            data = json.loads(path.read_bytes().decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError, OSError, RecursionError) as exc:
+            data = loads_trusted(path.read_bytes())  # a leading BOM accepted; a duplicated key refused
+        except (UnicodeDecodeError, json.JSONDecodeError, DuplicateKey, OSError, RecursionError) as exc:
             notes.append(f"{label}: unreadable evaluation report ({describe(exc)}); ignored")
             continue
         if not isinstance(data, dict):

@@ -92,8 +92,9 @@ def main(argv: list[str] | None = None) -> int:
                     "view": view.model_dump(), "sets": {}}
     for name in ("terminal-bench-1", "skillsbench"):
         cfg = yaml.safe_load((REPO / f"conf/data/{name}.yaml").read_text(encoding="utf-8"))
-        if not (REPO / cfg["trials_dirs"][0]).is_dir():
-            print(f"bench_judge_input: {cfg['trials_dirs'][0]} not found (../shared/data is needed)", file=sys.stderr)
+        trials = REPO / cfg.get("root", ".") / cfg["trials_dirs"][0]  # config paths resolve against its root
+        if not trials.is_dir():
+            print(f"bench_judge_input: {trials} not found (../shared/data is needed)", file=sys.stderr)
             return 2
         t0 = time.perf_counter()
         trajectories = ingest(cfg, REPO).trajectories

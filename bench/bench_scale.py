@@ -400,7 +400,8 @@ def _loadavg() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
-def run(n: int, seed: int, keep: Path | None = None, quiet: bool = False, judge: str = "instant") -> dict[str, Any]:
+def run(n: int, seed: int, keep: Path | None = None, quiet: bool = False, judge: str = "instant",
+        only: list[str] | None = None) -> dict[str, Any]:
     from gcpc.paths import pipeline_yaml
 
     dvc = pipeline_yaml(ROOT)  # dvc.yaml and pipelines/*/dvc.yaml
@@ -427,7 +428,13 @@ def run(n: int, seed: int, keep: Path | None = None, quiet: bool = False, judge:
         arms = list(params["arm"])
         stages: dict[str, Any] = {}
         (work / "logs").mkdir()
-        for name, argv, outs in pipeline_stages(dvc, arms):
+        planned = pipeline_stages(dvc, arms)
+        unknown = sorted(set(only or ()) - {name for name, _, _ in planned})
+        if unknown:
+            raise SystemExit(f"--stages: no such stage: {', '.join(unknown)}")
+        for name, argv, outs in planned:
+            if only is not None and name not in only:
+                continue
             res = run_stage(argv, work, work / "logs" / f"{name.replace('@', '_')}.log")
             res["output_bytes"] = sum(_bytes(work / o) for o in outs)
             res["output_bytes_per_trajectory"] = round(res["output_bytes"] / max(n, 1), 1)
@@ -452,7 +459,7 @@ def run(n: int, seed: int, keep: Path | None = None, quiet: bool = False, judge:
     return {
         "benchmark": "whole pipeline on a synthetic corpus at the paper's scale",
         "command": f"python bench/bench_scale.py --n {n}" + (f" --seed {seed}" if seed else "") + (
-            f" --judge {judge}" if judge != "instant" else ""),
+            f" --judge {judge}" if judge != "instant" else "") + (f" --stages {' '.join(only)}" if only else ""),
         "n_trajectories": n, "seed": seed, "corpus": corpus, "ingest_population": ingest_summary,
         "judge": {"provider": params["judge"]["provider"], "model": params["judge"]["model"]},
         "generator": {"provider": params["generator"]["provider"], "model": params["generator"]["model"]}, "arms": arms,
@@ -508,6 +515,9 @@ def main() -> int:
     parser.add_argument("--scaling", nargs=2, type=Path, metavar=("SMALL", "LARGE"),
                         help="no run: add a per-stage linear extrapolation to --n from two result files to LARGE, written to --out")
     parser.add_argument("--keep", type=Path, default=None, help="build in this folder (emptied first) and keep it")
+    parser.add_argument("--stages", nargs="+", default=None,
+                        help="only these stages, still in the pipeline's order (the test suite's smoke run: the first "
+                             "few); the default and every result meant for bench/results runs them all")
     args = parser.parse_args()
     if args.scaling:
         small, large = (json.loads(p.read_text(encoding="utf-8")) for p in args.scaling)
@@ -518,12 +528,12 @@ def main() -> int:
         args.out.write_text(json.dumps(large, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         print(json.dumps({k: v for k, v in large["scaling"].items() if k != "stages"}, indent=2))
         return 0
-    result = run(args.n, args.seed, args.keep, judge=args.judge)
+    result = run(args.n, args.seed, args.keep, judge=args.judge, only=args.stages)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     print(json.dumps({k: result[k] for k in ("total_wall_s", "peak_memory_bytes", "peak_memory_stage", "meets_target")}, indent=2))
-    print(f"-> {args.out}")
-    return 0 if result["meets_target"] else 1
+    print(f"-> {args.out}" + ("" if result["meets_target"] else "  (target not met)"))
+    return 0  # a missed memory target is a result (meets_target in the file), not a failure to measure
 
 
 if __name__ == "__main__":

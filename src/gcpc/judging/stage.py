@@ -73,10 +73,12 @@ def judge_arm(arm: ArmSpec, trajectories: Sequence[Trajectory], *, llm_cfg: dict
 
 
 CHUNK_TRAJECTORIES = 200
-CHUNK_BYTES = 2_000_000
+CHUNK_BYTES = 8_000_000
 """A chunk is at most CHUNK_TRAJECTORIES trajectories and ends once its lines in trajectories.jsonl reach
 CHUNK_BYTES (a few large logs make a chunk alone), so a stage holds a bounded slice of its input (sync and
-concurrent modes; batch mode takes them all at once, so requests go into the fewest batches)."""
+concurrent modes; batch mode takes them all at once, so requests go into the fewest batches). Each chunk
+boundary drains the calls in flight, so chunks are as large as memory allows: 8 MB of lines (was 2 MB:
+24 chunks of ~44 trajectories on Terminal-Bench 1 left 32 concurrent slots mostly idle; issue 29)."""
 
 
 @dataclass(frozen=True)

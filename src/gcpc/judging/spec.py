@@ -21,6 +21,7 @@ from gcpc.judging.authorship import authored_lines, line_authorship
 from gcpc.judging.authorship import mark_authored as mark_authored_text
 from gcpc.judging.view import ViewSettings, judge_input
 from gcpc.llm.prompts import LayoutTemplate
+from gcpc.llm.schemas import fit_schema_limits
 from gcpc.llm.tokens import count_tokens
 from gcpc.synthesis.models import Checklist
 
@@ -197,9 +198,10 @@ class ArmSpec:
         if self.view.max_event_chars != self.max_event_chars:
             object.__setattr__(self, "view", self.view.model_copy(update={"max_event_chars": self.max_event_chars}))
 
-    def schema(self, per_request: dict[str, Any], model: type) -> dict[str, Any]:
-        """The JSON schema a request of this arm carries."""
-        return per_request if self.reply_schema == "per_request" else model.model_json_schema()
+    def schema(self, per_request: dict[str, Any], model: type, llm_cfg: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The JSON schema a request of this arm carries, fitted to the judge server's `schema_limits`."""
+        schema = per_request if self.reply_schema == "per_request" else model.model_json_schema()
+        return fit_schema_limits(schema, (llm_cfg or {}).get("schema_limits"))
 
     @classmethod
     def from_params(cls, name: str, cfg: dict[str, Any], judging: dict[str, Any]) -> ArmSpec:

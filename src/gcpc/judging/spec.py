@@ -138,7 +138,9 @@ def fit_view(events: Sequence[Event], view: ViewSettings | int, llm_cfg: dict[st
     messages = render(log)
     if not window:
         return log, visible, messages, None
-    budget = int(int(window) * (1 - CONTEXT_MARGIN)) - int(llm_cfg.get("max_tokens") or 0)
+    # the window less the configured margin (its own tokenizer counts differently from cl100k) and the answer
+    margin = float(llm_cfg.get("context_margin", CONTEXT_MARGIN))
+    budget = int(int(window) * (1 - margin)) - int(llm_cfg.get("max_tokens") or 0)
 
     def tokens(msgs: Any) -> int:  # BPE counts: chars/4 runs 15-17 % low on these logs (bench/results/judge_input.json)
         return sum(count_tokens(m.content) for m in msgs)

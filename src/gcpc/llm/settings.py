@@ -93,6 +93,9 @@ class LLMSettings(_Strict):
     json_schema_strict: bool = Field(default=True, description="json_schema mode: OpenAI strict subset (length limits stated in descriptions, "
                                                                "checked by the client) with strict: true; false sends the full schema")
     schema_limits: SchemaLimits | None = None
+    context_margin: float = Field(default=0.05, ge=0, lt=1, description="share of context_window kept free when the judge "
+                                  "view is fitted with cl100k counts: the model's own tokenizer may count more (measured "
+                                  "per model family, stated in its config)")
     seed: int | None = None
     top_p: float | None = None
     reasoning_effort: str | None = None

@@ -53,7 +53,7 @@ def make_request(purpose: str, messages: list, schema: type[BaseModel], template
 
 def build_request(events: Sequence[Event], checklist: Checklist, *, arm: ArmSpec, llm_cfg: dict[str, Any], template: PromptTemplate) -> LLMRequest:
     items = [{"item_id": i.item_id, "text": i.text} for i in checklist.items]
-    schema = arm.schema(checklist_judgment_schema([i["item_id"] for i in items]), ChecklistJudgment)
+    schema = arm.schema(checklist_judgment_schema([i["item_id"] for i in items]), ChecklistJudgment, llm_cfg)
     _, visible, messages, cut = fit_view(events, arm.view, llm_cfg, mark_authored=arm.mark_authored,
                                          render=lambda log: template.render(schema, items=items, log=log,
                                                                             marked=arm.mark_authored))
@@ -68,7 +68,7 @@ def generic_items(arm: ArmSpec) -> list[dict[str, str]]:
 def build_generic_request(events: Sequence[Event], instruction: str, *, arm: ArmSpec, llm_cfg: dict[str, Any],
                           template: PromptTemplate) -> LLMRequest:
     items = generic_items(arm)
-    schema = arm.schema(checklist_judgment_schema([i["item_id"] for i in items]), ChecklistJudgment)
+    schema = arm.schema(checklist_judgment_schema([i["item_id"] for i in items]), ChecklistJudgment, llm_cfg)
     _, visible, messages, cut = fit_view(events, arm.view, llm_cfg, mark_authored=arm.mark_authored,
                                          render=lambda log: template.render(schema, items=items,
                                                                             instruction=instruction, log=log))

@@ -180,6 +180,30 @@ def _validator(schema_json: str) -> Any:
     return _import_jsonschema().Draft202012Validator(json.loads(schema_json))
 
 
+def fit_schema_limits(schema: dict[str, Any], limits: dict[str, Any] | None) -> dict[str, Any]:
+    """The schema within what a server's decoder can compile (the llm config's `schema_limits`): every
+    `maxLength` above `max_string_length` lowered to it (and a `minLength` above it too). Unchanged without
+    limits. Issue 30: llama.cpp turns `maxLength: 1500` into 1,500 nested grammar rules and its server died
+    parsing them; 1,000 compiled. The narrower schema is the one shown, sent, validated and keyed, so a
+    cached answer is always an answer to it."""
+    if not limits or limits.get("max_string_length") is None:
+        return schema
+    cap = int(limits["max_string_length"])
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            out = {k: walk(v) for k, v in node.items()}
+            for k in ("maxLength", "minLength"):
+                if isinstance(out.get(k), int) and out[k] > cap:
+                    out[k] = cap
+            return out
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    return walk(schema)
+
+
 def schema_errors(instance: Any, schema: dict[str, Any], *, limit: int = 5) -> list[str]:
     """JSON Schema (2020-12) violations of a parsed reply, as 'path: message' lines (empty = valid)."""
     # jsonschema is imported here, not at the top: stages that only read judgments (scoring, analyses) need not

@@ -119,6 +119,14 @@ def test_fixture_wrong_trajectory_format_is_excluded(tmp_path):
     assert "demo__calc-101.traj.json" in ex.reason
 
 
+def test_inspect_shows_a_traj_json_as_the_judge_sees_it():
+    from gcpc.corpus.inspect import inspect_path
+
+    text = inspect_path(ROOT / FIXTURE / "runs/mini-model-b/trajs/demo__calc-101/demo__calc-101.traj.json")
+    assert '"format": "mini-swe-agent-traj"' in text and '"exit_status": "Submitted"' in text
+    assert "[submission: output of the final command" in text and "timed out and has been killed" in text
+
+
 def test_terminal_bench1_sessions_print_the_same_turns(two_runs):
     """The same turns printed through a terminal, as Terminal-Bench 1 logs show them, give the same events: one parser."""
     t = _by_id(two_runs)["swe-bench-verified/mini-model-b/demo__calc-101"]
@@ -260,3 +268,18 @@ def test_shared_read_traj_counts_turns():
     doc = json.loads(path.read_text(encoding="utf-8"))
     res = read_traj(doc, "x")
     assert res.steps == sum(m["role"] == "assistant" for m in doc["messages"]) == doc["info"]["model_stats"]["api_calls"]
+
+
+@shared
+def test_bench_script_smoke_size(tmp_path):
+    """bench/bench_swe_bench_ingest.py at smoke size (5 instances, one repeat): it runs and counts what it read."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    import bench_swe_bench_ingest as bench
+
+    out = tmp_path / "swe.json"
+    assert bench.main(["--limit", "5", "--repeat", "1", "--out", str(out)]) == 0
+    res = json.loads(out.read_text(encoding="utf-8"))
+    assert (res["tasks"], res["trajectories"], res["exclusions"], res["limit"]) == (5, 5, 0, 5)
+    assert res["pass"] + res["fail"] == 5 and res["events"] > 5 * 10 and res["trajectory_mb"] > 0

@@ -270,6 +270,14 @@ def validity_latex(result: dict[str, Any]) -> str:
     return latex_table(HEADER, _rows(result), "llrrrcrcllll")
 
 
+def _all_abstain(routes: dict[str, Any]) -> str:
+    """The Abstain share over every item the arm labelled, all routes, zero-evidence logs included: the counterpart
+    of the paper's log-only figure (42.1 % Abstain on SWE-bench Verified, §4.6)."""
+    n = routes["n_items"]
+    n_abstain = sum(routes[r]["labels"]["Abstain"] for r in ("assertion", "generated", "judge"))
+    return f"Abstain over all {n} labelled items {fmt_share(n_abstain / n if n else None)} ({n_abstain})"
+
+
 def report_lines(result: dict[str, Any]) -> list[str]:
     """Headline sentences for figures/report.md: one per benchmark scope and arm."""
     out = []
@@ -282,7 +290,7 @@ def report_lines(result: dict[str, Any]) -> list[str]:
             out.append(f"- `{scope}` / `{arm}`: agreement {fmt(a['estimate'])} {fmt_ci(a['ci_low'], a['ci_high'])} on "
                        f"{e['n_decided']} decided items, κ {fmt(k['estimate'])}, Abstain {fmt_share(e['abstain_share']['estimate'])}; "
                        f"where tests passed {fmt(e['agreement_tests_passed']['estimate'])}, where they failed "
-                       f"{fmt(e['agreement_tests_failed']['estimate'])}.")
+                       f"{fmt(e['agreement_tests_failed']['estimate'])}; {_all_abstain(e['routes'])}.")
     return out or ["- No arm labels assertion-route items with per-test results."]
 
 

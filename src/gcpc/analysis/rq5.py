@@ -13,7 +13,8 @@
 * Same-task PASS/FAIL pair diagnosis, per benchmark (Terminal-Bench rows flagged), paper §4.5: one
   pair per task (`analysis.rq5.pairs_per_task`, seeded), drawn from decidable trajectories only
   (zero-evidence logs excluded); Δ = score(PASS) − score(FAIL); counts higher / lower / tied, median Δ,
-  and the exact two-sided sign test (binomial, p = 1/2) on untied pairs. With `pairs_per_task: null`
+  and the exact two-sided sign test (binomial, p = 1/2) on untied pairs, with the Abstain share of the items judged
+  in the paired trajectories (the paper's SWE-bench pairs: 58 of 74 tied, 42.1 % Abstain). With `pairs_per_task: null`
   every PASS x FAIL pair counts and the test is also given with one vote per task (the sign of its mean Δ).
 """
 
@@ -36,6 +37,7 @@ from gcpc.analysis.common import (
     fmt,
     fmt_ci,
     fmt_p,
+    fmt_share,
     jsonable,
     judge_identity,
     latex_table,
@@ -189,6 +191,18 @@ def _tasks_with_both(frame: pd.DataFrame) -> set[str]:
     return {str(k) for k in both or set()}
 
 
+def _pair_abstain(frame: pd.DataFrame, pairs: pd.DataFrame) -> dict[str, Any]:
+    """The Abstain share of the items judged in the paired trajectories (each trajectory once), the log-only
+    limitation the paper reports beside its SWE-bench pairs; None for an arm without items (floors, holistic)."""
+    if "n_abstain" not in frame.columns or "n_items" not in frame.columns:
+        return {"abstain_share": None, "n_items_in_pairs": 0}
+    ids = set(pairs["pass_id"]) | set(pairs["fail_id"]) if len(pairs) else set()
+    sub = frame[frame["trajectory_id"].isin(ids)].drop_duplicates("trajectory_id")
+    n_items = int(sub["n_items"].fillna(0).sum())
+    n_abstain = int(sub["n_abstain"].fillna(0).sum())
+    return {"abstain_share": n_abstain / n_items if n_items else None, "n_items_in_pairs": n_items}
+
+
 def pair_diagnosis(metrics: pd.DataFrame, cfg: dict[str, Any]) -> dict[str, Any]:
     prefix = str(cfg["rq5"]["tb_benchmark_prefix"]).lower()
     n_per_task = cfg["rq5"].get("pairs_per_task")
@@ -213,6 +227,7 @@ def pair_diagnosis(metrics: pd.DataFrame, cfg: dict[str, Any]) -> dict[str, Any]
                 e["pairs_per_task"] = n_per_task
                 per_task = pairs.groupby("task_id")["delta"].agg(exact_mean) if len(pairs) else pd.Series(dtype=float)
                 e["by_task"] = sign_test(per_task.to_numpy(dtype=float))
+                e.update(_pair_abstain(ga, pairs))
                 be["arms"].setdefault(str(arm), {})[score] = e
         out["benchmarks"][str(bench)] = be
     out["n_terminal_bench"] = sum(1 for b in out["benchmarks"].values() if b["terminal_bench"])
@@ -283,7 +298,10 @@ def table_rows(result: dict[str, Any]) -> tuple[list[list[str]], list[tuple[str,
                 rows.append(["pair diagnosis", f"{tag} · {arm}", score, fmt(e.get("median_delta")), "",
                              f"higher {e['higher']} / lower {e['lower']} / tied {e['tied']} of {e['n']} decidable pairs "
                              f"({_per_task_text(e.get('pairs_per_task'))}), {e['n_tasks']} tasks, "
-                             f"{e.get('n_tasks_undecidable', 0)} tasks without a decidable pair; sign test p {fmt_p(e.get('p_value'))}"
+                             f"{e.get('n_tasks_undecidable', 0)} tasks without a decidable pair; "
+                             + (f"Abstain {fmt_share(e['abstain_share'])} of {e['n_items_in_pairs']} items in the paired "
+                                "trajectories; " if e.get("abstain_share") is not None else "")
+                             + f"sign test p {fmt_p(e.get('p_value'))}"
                              + ("" if e.get("pairs_per_task") == 1 else f" (per task p {fmt_p(e['by_task'].get('p_value'))})")])
     return rows, panels
 

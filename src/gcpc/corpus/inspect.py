@@ -3,9 +3,9 @@
 PATH may be a Harbor task folder (prints its metadata, provenance and verifier test ids), a
 Harbor or Terminal-Bench 1 trial folder (prints the trajectory's metadata, outcome, notes and
 the judge-visible rendering of its events), a single agent log (`claude-code.txt`, a session
-`.jsonl`, `trajectory.json`, `agent.log`, `post-agent.txt`, a SWE-agent `.traj`), a SWE-bench
-instances file (prints each task's test ids), or an Inspect AI eval log (`.eval`, eval-log `.json`:
-every sample's trajectory; needs the `inspect` extra).
+`.jsonl`, `trajectory.json`, `agent.log`, `post-agent.txt`, a SWE-agent `.traj`, a mini-swe-agent
+`.traj.json`), a SWE-bench instances file (prints each task's test ids), or an Inspect AI eval log
+(`.eval`, eval-log `.json`: every sample's trajectory; needs the `inspect` extra).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from gcpc.corpus.harbor import read_task, read_trial
 from gcpc.corpus.inspect_log import is_inspect_log
 from gcpc.corpus.models import Event, Exclusion, Task, Trajectory
 from gcpc.corpus.render import DEFAULT_MAX_CHARS, render_log
-from gcpc.corpus.swe_bench import parse_traj_file
+from gcpc.corpus.swe_bench import parse_log_file
 from gcpc.corpus.swe_bench import read_tasks as read_swe_tasks
 from gcpc.corpus.tb1_logs import parse_commands, read_session
 from gcpc.corpus.terminal_bench1 import RUN_NAME, TRIAL_NAME, TrialFolder, _batch_at, _load_json
@@ -92,9 +92,10 @@ def inspect_path(path: Path, max_chars: int | None = DEFAULT_MAX_CHARS) -> str:
     if not path.is_file():
         raise ValueError(f"{path}: no such file or folder")
     name = path.name
-    if name.endswith(".traj"):
-        events, info, _, _ = parse_traj_file(path, path.as_posix())
-        return _events_text(events, {"format": "swe-agent-traj", "exit_status": info.get("exit_status")}, max_chars)
+    if name.endswith((".traj", ".traj.json")):
+        log = parse_log_file(path, path.as_posix())
+        return _events_text(log.events, {"format": log.log_format, "exit_status": log.info.get("exit_status"),
+                                         **({"notes": log.notes} if log.notes else {})}, max_chars)
     if name == "trajectory.json":
         events, meta, _ = parse_atif_file(path)
         return _events_text(events, {"format": "atif", **meta}, max_chars)

@@ -241,8 +241,8 @@ def main() -> int:
     args.out.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     print(json.dumps({k: result[k] for k in ("stage_seconds", "total_analysis_s", "stage_cpu_seconds", "total_analysis_cpu_s",
                                              "load_average", "meets_target")}, indent=2))
-    print(f"-> {args.out}")
-    return 0 if result["meets_target"] else 1
+    print(f"-> {args.out}" + ("" if result["meets_target"] else "  (target not met)"))
+    return 0  # a missed speed target is a result (meets_target in the file), not a failure to measure
 
 
 if __name__ == "__main__":

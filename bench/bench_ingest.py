@@ -77,7 +77,7 @@ def throughput(cfg: dict, repeat: int, workers: int) -> dict:
         ingest(cfg, REPO, workers=1)
         single = time.perf_counter() - t0
     return {
-        "corpus": "conf/data/terminal-bench-1.yaml",
+        "corpus": f"conf/data/{cfg['name']}.yaml",
         "workers": workers,
         "load_average_before": load_before,
         "load_average_after": [round(x, 2) for x in os.getloadavg()],
@@ -134,21 +134,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--workers", default=None, help="processes reading trials (default: one per CPU, at most 8)")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "ingest.json")
+    parser.add_argument("--data", default="terminal-bench-1",
+                        help="conf/data config timed (default: the shared Terminal-Bench 1 set, the target's corpus); "
+                             "any other (e.g. `demo`, the test suite's smoke run) skips the SkillsBench token ratios")
     args = parser.parse_args(argv)
     os.chdir(REPO)
-    tb1 = yaml.safe_load((REPO / "conf/data/terminal-bench-1.yaml").read_text(encoding="utf-8"))
-    if not (REPO / tb1["root"] / tb1["trials_dirs"][0]).is_dir():
-        print(f"bench_ingest: {REPO / tb1['root'] / tb1['trials_dirs'][0]} not found (../shared/data is needed)", file=sys.stderr)
+    cfg = yaml.safe_load((REPO / f"conf/data/{args.data}.yaml").read_text(encoding="utf-8"))
+    if not (REPO / cfg["root"] / cfg["trials_dirs"][0]).is_dir():
+        print(f"bench_ingest: {REPO / cfg['root'] / cfg['trials_dirs'][0]} not found (../shared/data is needed)", file=sys.stderr)
         return 2
     workers = resolve_workers(None if args.workers in (None, "auto") else int(args.workers), "--workers")
-    tput, tb1_result = throughput(tb1, args.repeat, workers)
-    skills = yaml.safe_load((REPO / "conf/data/skillsbench.yaml").read_text(encoding="utf-8"))
-    trajectories = list(tb1_result.trajectories) + list(ingest(skills, REPO).trajectories)
-    for cfg in FIXTURE_CORPORA:
-        trajectories += ingest(cfg, REPO).trajectories
+    tput, timed = throughput(cfg, args.repeat, workers)
+    trajectories = list(timed.trajectories)
+    if args.data == "terminal-bench-1":
+        skills = yaml.safe_load((REPO / "conf/data/skillsbench.yaml").read_text(encoding="utf-8"))
+        trajectories += list(ingest(skills, REPO).trajectories)
+    for fixture in FIXTURE_CORPORA:
+        trajectories += ingest(fixture, REPO).trajectories
     result = {
         "command": "python bench/bench_ingest.py" + (f" --repeat {args.repeat}" if args.repeat != 3 else "")
-                   + (f" --workers {args.workers}" if args.workers is not None else ""),
+                   + (f" --workers {args.workers}" if args.workers is not None else "")
+                   + (f" --data {args.data}" if args.data != "terminal-bench-1" else ""),
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
         "tokenizer": TOKENIZER,
         "render_max_chars": DEFAULT_MAX_CHARS,
@@ -156,7 +162,9 @@ def main(argv: list[str] | None = None) -> int:
         "token_ratio_by_format": token_ratios(trajectories),
         "token_ratio_sources": {"tb1-agent-log, tb1-pane": "../shared/data/terminal-bench-1",
                                 "claude-code-stream-json, claude-code-session": "../shared/data/skillsbench",
-                                "atif, swe-agent-traj": "tests/fixtures (written for gcpc)"},
+                                "atif, swe-agent-traj": "tests/fixtures (written for gcpc)"}
+                               if args.data == "terminal-bench-1" else
+                               {"every format": f"conf/data/{args.data}.yaml and tests/fixtures (written for gcpc)"},
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8")

@@ -82,18 +82,22 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--budgets", type=int, nargs="*", default=[12000])
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "judge_input.json")
+    parser.add_argument("--data", nargs="+", default=["terminal-bench-1", "skillsbench"],
+                        help="conf/data configs (default: the shared sets; the test suite's smoke run uses `demo`)")
     args = parser.parse_args(argv)
     os.chdir(REPO)
     judging = yaml.safe_load((REPO / "params.yaml").read_text(encoding="utf-8"))["judging"]
     view = ViewSettings.from_params(judging)
     result: dict = {"command": "python bench/bench_judge_input.py" + (
-                        f" --budgets {' '.join(map(str, args.budgets))}" if args.budgets != [12000] else ""),
+                        f" --budgets {' '.join(map(str, args.budgets))}" if args.budgets != [12000] else "")
+                        + (f" --data {' '.join(args.data)}" if args.data != ["terminal-bench-1", "skillsbench"] else ""),
                     "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
                     "view": view.model_dump(), "sets": {}}
-    for name in ("terminal-bench-1", "skillsbench"):
+    for name in args.data:
         cfg = yaml.safe_load((REPO / f"conf/data/{name}.yaml").read_text(encoding="utf-8"))
-        if not (REPO / cfg["trials_dirs"][0]).is_dir():
-            print(f"bench_judge_input: {cfg['trials_dirs'][0]} not found (../shared/data is needed)", file=sys.stderr)
+        trials = REPO / cfg.get("root", ".") / cfg["trials_dirs"][0]  # config paths resolve against its root
+        if not trials.is_dir():
+            print(f"bench_judge_input: {trials} not found (../shared/data is needed)", file=sys.stderr)
             return 2
         t0 = time.perf_counter()
         trajectories = ingest(cfg, REPO).trajectories

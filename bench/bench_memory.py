@@ -6,17 +6,22 @@
 For each format a corpus with ONE trial whose agent log is `--mb` MB (10^6 bytes) is written to a
 temporary folder, then ingested (`gcpc.corpus.ingest.ingest` + `write_outputs`, as the stage does)
 in a fresh child process. The child's peak resident set (`ru_maxrss`) minus the peak of a child
-that only imports the same modules is the ingest's own peak; `peak_over_log` divides it by the
+that ingests a ~1 KB log of the same format the same way (same imports, pyarrow included, and fixed
+costs) is the ingest's own peak; `peak_over_log` divides it by the
 log's size. Target (issue 11): peak under 2x the largest log file.
 
 Formats: `claude-code-stream-json` (Harbor `agent/claude-code.txt`, tool outputs of ~4 KB),
 `tb1-pane` (Terminal-Bench 1 `panes/post-agent.txt`, a plain terminal capture), `tb1-agent-log`
-(Terminal-Bench 1 `sessions/agent.log`, the raw stream with ANSI escapes).
+(Terminal-Bench 1 `sessions/agent.log`, the raw stream with ANSI escapes), `inspect-eval` (an Inspect AI
+`.eval` log of `--mb` MB: many samples of about 1 MB of tool output each, written by Inspect's own
+`write_eval_log` from the sample of tests/fixtures/inspect/file_tasks.eval; needs the `inspect` extra).
+An Inspect log is read a sample at a time, so its peak follows the largest sample, not the log.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import platform
@@ -28,7 +33,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-FORMATS = ("claude-code-stream-json", "tb1-pane", "tb1-agent-log")
+FORMATS = ("claude-code-stream-json", "tb1-pane", "tb1-agent-log", "inspect-eval")
 
 
 def _write_stream_json(path: Path, size: int) -> None:
@@ -60,8 +65,43 @@ def _write_pane(path: Path, size: int, ansi: bool) -> None:
             total += len(chunk)
 
 
+def _write_inspect_log(path: Path, size: int) -> None:
+    """An `.eval` log of about `size` bytes: copies of the fixture's first sample, each with ~1 MB of (poorly
+    compressible) tool output, so the zip reaches the size; written by Inspect, never by hand."""
+    import base64
+    import random
+
+    from inspect_ai.log import read_eval_log, write_eval_log
+    from inspect_ai.model import ChatMessageTool
+
+    base = read_eval_log(str(REPO / "tests" / "fixtures" / "inspect" / "file_tasks.eval"))
+    template = base.samples[0]
+    rng = random.Random(0)
+    per_sample = 1_000_000
+    n = max(1, round(size / (per_sample * 0.76)))  # base64 of random bytes deflates to ~76 %
+    samples = []
+    for k in range(n):
+        messages = list(template.messages)
+        for j in range(8):
+            body = base64.b64encode(rng.randbytes(per_sample * 3 // 32)).decode()
+            messages.append(ChatMessageTool(content=f"chunk {k}-{j}\n{body}", function="bash", tool_call_id=f"t{j}"))
+        samples.append(template.model_copy(update={"id": f"s{k:05d}", "messages": messages, "events": [],
+                                                   "attachments": {}}))
+    base.samples = samples
+    base.eval.dataset.samples = n
+    base.eval.dataset.sample_ids = [s.id for s in samples]  # Inspect streams the samples the header lists
+    write_eval_log(base, str(path), format="eval")
+
+
 def make_corpus(fmt: str, dest: Path, mb: float) -> tuple[dict, Path]:
     size = int(mb * 1_000_000)
+    if fmt == "inspect-eval":
+        log = dest / "logs" / "big.eval"
+        log.parent.mkdir(parents=True)
+        # written in its own process: a child's ru_maxrss starts at its parent's peak (Linux keeps it across
+        # fork and exec), so the parent must not grow to hold the log's samples
+        subprocess.run([sys.executable, __file__, "--write-inspect", str(log), str(size)], check=True)
+        return {"name": "big", "format": "inspect", "benchmark": "bench", "trials_dirs": ["logs"]}, log
     if fmt == "claude-code-stream-json":
         task = dest / "tasks" / "big"
         (task / "tests").mkdir(parents=True)
@@ -89,7 +129,13 @@ def make_corpus(fmt: str, dest: Path, mb: float) -> tuple[dict, Path]:
 
 def child(mode: str, cfg_json: str, root: str) -> None:
     """Run in a fresh process: import, optionally ingest; print the peak RSS (KiB on Linux)."""
-    from gcpc.corpus.ingest import ingest, write_outputs  # noqa: F401 - the baseline imports the same modules
+    from gcpc.corpus.ingest import ingest, write_outputs
+
+    if json.loads(cfg_json).get("format") == "inspect":
+        import inspect_ai.log  # noqa: F401 - imported by the reader; the baseline imports it too
+        import inspect_ai.model  # noqa: F401
+
+        import gcpc.corpus.inspect_log  # noqa: F401
 
     t0 = time.perf_counter()
     n = 0
@@ -113,16 +159,27 @@ def main() -> None:
     parser.add_argument("--formats", nargs="+", default=list(FORMATS), choices=FORMATS)
     parser.add_argument("--out", default=str(REPO / "bench" / "results" / "memory.json"))
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--write-inspect", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.write_inspect:
+        _write_inspect_log(Path(args.write_inspect[0]), int(args.write_inspect[1]))
+        return
     if args.child:
         child(*args.child)
         return
     results = {}
     for fmt in args.formats:
+        if fmt == "inspect-eval" and importlib.util.find_spec("inspect_ai") is None:
+            print("inspect-eval: skipped, inspect-ai is not installed (pip install -e \".[inspect]\")", flush=True)
+            continue
         with tempfile.TemporaryDirectory(prefix="gcpc-mem-") as tmp:
-            cfg, log = make_corpus(fmt, Path(tmp), args.mb)
-            base = measure("baseline", cfg, Path(tmp))
-            run = measure("ingest", cfg, Path(tmp))
+            cfg, log = make_corpus(fmt, Path(tmp) / "big", args.mb)
+            # the baseline ingests a ~1 KB log of the same format: the same modules (pyarrow for the metadata
+            # table, ...) and fixed costs, so the difference is what the big log itself costs
+            tiny_cfg, _ = make_corpus(fmt, Path(tmp) / "tiny", 0.001)
+            base = measure("ingest", tiny_cfg, Path(tmp) / "tiny")
+            cfg = dict(cfg)
+            run = measure("ingest", cfg, Path(tmp) / "big")
             log_bytes = log.stat().st_size
             peak = (run["maxrss_kib"] - base["maxrss_kib"]) * 1024
             results[fmt] = {"log_bytes": log_bytes, "peak_bytes_over_baseline": peak,

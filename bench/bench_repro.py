@@ -285,7 +285,8 @@ def main() -> int:
           f"load {load_before[0]:.2f} -> {load_after[0]:.2f}; byte-identical: {result['byte_identical']} -> {args.out}")
     if tmp:
         shutil.rmtree(tmp, ignore_errors=True)
-    return 0 if result["meets_target"] and result["byte_identical"] else 1
+    # a missed speed target is a result (meets_target in the file); outputs that differ from the commit are an error
+    return 0 if result["byte_identical"] else 1
 
 
 if __name__ == "__main__":

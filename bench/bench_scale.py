@@ -12,7 +12,7 @@ agent-log sizes drawn (seeded, with replacement) from the sizes of the agent log
 claude-code.txt); without the shared data, from the fixed quantile table FALLBACK_QUANTILES
 (measured on the same files), interpolated in log space. Which one was used is in the results.
 
-Then it runs the DVC stages' own commands (taken from dvc.yaml, in pipeline order) each in a child
+Then it runs the DVC stages' own commands (taken from the dvc.yaml files, in their dependency order) each in a child
 process, with params.yaml = the repository's params.yaml (arm=all)
 with `data` replaced by the synthetic corpus: ingest, synthesize, audit, validate, every judge arm,
 finalize, rejudge, controls, the analyses (analyze, floors, item_validity, figures, rq2-rq5),
@@ -286,22 +286,53 @@ def write_corpus(n: int, seed: int, base: Path, empirical: list[int] | None) -> 
 
 
 def pipeline_stages(dvc: dict[str, Any], arms: list[str]) -> list[tuple[str, list[str], list[str]]]:
-    """(name, argv, outs) in dvc.yaml order, judge expanded per arm; audit_viewer left out (NOT_RUN)."""
-    out = []
+    """(name, argv, outs) in the pipeline's dependency order, judge expanded per arm; audit_viewer left out (NOT_RUN).
+
+    The order is DVC's own graph (what `dvc dag` draws): a stage runs after every stage whose out is one of its
+    deps, inside one or a folder holding one, ties broken by file order (dvc.yaml, then pipelines/*/dvc.yaml). No hand-kept map:
+    a stage added to any of the files lands after what it reads (a stage outside a map once ran `report` before
+    the analyses it reads)."""
+    out: list[tuple[str, list[str], list[str], list[str]]] = []
     for name, st in dvc["stages"].items():
         if name in NOT_RUN:
             continue
         if "foreach" in st:
             for key in arms:
-                cmd = st["do"]["cmd"].replace("${key}", key)
-                outs = [(o if isinstance(o, str) else next(iter(o))).replace("${key}", key) for o in st["do"]["outs"]]
-                out.append((f"{name}@{key}", shlex.split(cmd), outs))
+                do = st["do"]
+                cmd = do["cmd"].replace("${key}", key)
+                outs = [_path(o).replace("${key}", key) for o in do.get("outs", []) + do.get("metrics", [])]
+                deps = [_path(d).replace("${key}", key) for d in do.get("deps", [])]
+                out.append((f"{name}@{key}", shlex.split(cmd), outs, deps))
         else:
-            outs = [o if isinstance(o, str) else next(iter(o)) for o in st.get("outs", []) + st.get("metrics", [])]
-            out.append((name, shlex.split(st["cmd"]), outs))
-    order = {"ingest": 0, "synthesize": 1, "audit": 2, "validate": 3, "judge": 4, "finalize": 5, "rejudge": 6, "controls": 7}
-    # dvc.yaml lists analyses before rejudge/controls that rq3-rq5 read; run the producers first
-    return sorted(out, key=lambda s: order.get(s[0].split("@")[0], 8))
+            outs = [_path(o) for o in st.get("outs", []) + st.get("metrics", []) + st.get("plots", [])]
+            out.append((name, shlex.split(st["cmd"]), outs, [_path(d) for d in st.get("deps", [])]))
+    return [(n, argv, outs) for n, argv, outs, _ in _topological(out)]
+
+
+def _path(entry: Any) -> str:
+    return entry if isinstance(entry, str) else next(iter(entry))
+
+
+def _topological(stages: list[tuple[str, list[str], list[str], list[str]]]) -> list[tuple[str, list[str], list[str], list[str]]]:
+    """Kahn's algorithm over dep -> out edges (a dep equal to an out, inside an out folder, or a folder holding an out), stable in input order."""
+    def produces(out: str, dep: str) -> bool:
+        out, dep = out.rstrip("/"), dep.rstrip("/")
+        return dep == out or dep.startswith(out + "/") or out.startswith(dep + "/")
+
+    before: dict[int, set[int]] = {i: set() for i in range(len(stages))}
+    for i, (_, _, _, deps) in enumerate(stages):
+        for j, (_, _, outs, _) in enumerate(stages):
+            if i != j and any(produces(o, d) for o in outs for d in deps):
+                before[i].add(j)
+    done: list[int] = []
+    left = list(range(len(stages)))
+    while left:
+        ready = [i for i in left if before[i] <= set(done)]
+        if not ready:
+            raise ValueError("the dvc.yaml files have a dependency cycle among: " + ", ".join(stages[i][0] for i in left))
+        done.append(ready[0])
+        left.remove(ready[0])
+    return [stages[i] for i in done]
 
 
 def _tree_rss(pid: int) -> int:
@@ -369,7 +400,8 @@ def _loadavg() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
-def run(n: int, seed: int, keep: Path | None = None, quiet: bool = False, judge: str = "instant") -> dict[str, Any]:
+def run(n: int, seed: int, keep: Path | None = None, quiet: bool = False, judge: str = "instant",
+        only: list[str] | None = None) -> dict[str, Any]:
     from gcpc.paths import pipeline_yaml
 
     dvc = pipeline_yaml(ROOT)  # dvc.yaml and pipelines/*/dvc.yaml
@@ -396,7 +428,13 @@ def run(n: int, seed: int, keep: Path | None = None, quiet: bool = False, judge:
         arms = list(params["arm"])
         stages: dict[str, Any] = {}
         (work / "logs").mkdir()
-        for name, argv, outs in pipeline_stages(dvc, arms):
+        planned = pipeline_stages(dvc, arms)
+        unknown = sorted(set(only or ()) - {name for name, _, _ in planned})
+        if unknown:
+            raise SystemExit(f"--stages: no such stage: {', '.join(unknown)}")
+        for name, argv, outs in planned:
+            if only is not None and name not in only:
+                continue
             res = run_stage(argv, work, work / "logs" / f"{name.replace('@', '_')}.log")
             res["output_bytes"] = sum(_bytes(work / o) for o in outs)
             res["output_bytes_per_trajectory"] = round(res["output_bytes"] / max(n, 1), 1)
@@ -421,7 +459,7 @@ def run(n: int, seed: int, keep: Path | None = None, quiet: bool = False, judge:
     return {
         "benchmark": "whole pipeline on a synthetic corpus at the paper's scale",
         "command": f"python bench/bench_scale.py --n {n}" + (f" --seed {seed}" if seed else "") + (
-            f" --judge {judge}" if judge != "instant" else ""),
+            f" --judge {judge}" if judge != "instant" else "") + (f" --stages {' '.join(only)}" if only else ""),
         "n_trajectories": n, "seed": seed, "corpus": corpus, "ingest_population": ingest_summary,
         "judge": {"provider": params["judge"]["provider"], "model": params["judge"]["model"]},
         "generator": {"provider": params["generator"]["provider"], "model": params["generator"]["model"]}, "arms": arms,
@@ -477,6 +515,9 @@ def main() -> int:
     parser.add_argument("--scaling", nargs=2, type=Path, metavar=("SMALL", "LARGE"),
                         help="no run: add a per-stage linear extrapolation to --n from two result files to LARGE, written to --out")
     parser.add_argument("--keep", type=Path, default=None, help="build in this folder (emptied first) and keep it")
+    parser.add_argument("--stages", nargs="+", default=None,
+                        help="only these stages, still in the pipeline's order (the test suite's smoke run: the first "
+                             "few); the default and every result meant for bench/results runs them all")
     args = parser.parse_args()
     if args.scaling:
         small, large = (json.loads(p.read_text(encoding="utf-8")) for p in args.scaling)
@@ -487,12 +528,12 @@ def main() -> int:
         args.out.write_text(json.dumps(large, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         print(json.dumps({k: v for k, v in large["scaling"].items() if k != "stages"}, indent=2))
         return 0
-    result = run(args.n, args.seed, args.keep, judge=args.judge)
+    result = run(args.n, args.seed, args.keep, judge=args.judge, only=args.stages)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     print(json.dumps({k: result[k] for k in ("total_wall_s", "peak_memory_bytes", "peak_memory_stage", "meets_target")}, indent=2))
-    print(f"-> {args.out}")
-    return 0 if result["meets_target"] else 1
+    print(f"-> {args.out}" + ("" if result["meets_target"] else "  (target not met)"))
+    return 0  # a missed memory target is a result (meets_target in the file), not a failure to measure
 
 
 if __name__ == "__main__":

@@ -73,11 +73,12 @@ def run_pipeline(data: str, work: Path, arms: list[str] | None, src: Path | None
     """ingest -> synthesize -> every judge arm in `work` (the committed params with data=<data>)."""
     from gcpc.params import compose
 
-    cfg = yaml.safe_load((REPO / "conf" / "data" / f"{data}.yaml").read_text(encoding="utf-8"))
-    root = (REPO / cfg["root"]).resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    # composed as `dvc exp run -S data=<data>` would (a config may take its root from its defaults, e.g. smoke)
+    compose(work / "params.yaml", [f"data={data}"], conf_dir=REPO / "conf")
+    root = (REPO / yaml.safe_load((work / "params.yaml").read_text(encoding="utf-8"))["data"]["root"]).resolve()
     if not root.exists():
         raise SystemExit(f"{root}: data not found (conf/data/{data}.yaml root; see ../shared/data/README.md)")
-    work.mkdir(parents=True, exist_ok=True)
     compose(work / "params.yaml", [f"data={data}", f"data.root={root}"], conf_dir=REPO / "conf")
     (work / "prompts").unlink(missing_ok=True)
     (work / "prompts").symlink_to(REPO / "prompts")

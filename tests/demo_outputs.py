@@ -62,3 +62,25 @@ def git_files(root: Path) -> list[str]:
     out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], cwd=root,
                          capture_output=True, text=True, check=True).stdout
     return [f for f in out.split("\0") if f]
+
+
+def fresh_clone(root: Path, dest: Path) -> dict[str, str]:
+    """A git repository at `dest` holding what a clone of `root` holds, without pipeline outputs and locks (a fresh
+    clone before its first `dvc repro`); returns the environment to run its commands in (this venv first on PATH)."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    for rel in git_files(root):
+        src = root / rel
+        if src.is_file() and not rel.startswith(("data/processed/", "metrics/", "figures/")) and Path(rel).name != "dvc.lock":
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+    env = dict(os.environ)
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    env.update(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
+    for args in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "clone"]):
+        proc = subprocess.run(args, cwd=dest, env=env, capture_output=True, text=True)
+        assert proc.returncode == 0, f"{' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return env

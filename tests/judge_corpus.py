@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-from gcpc.io import iter_jsonl, write_jsonl
+from gcpc.io import iter_jsonl, record_outputs, write_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -28,6 +28,12 @@ def ingest_and_freeze(ingest_dir: Path, synth_dir: Path) -> None:
                    settings, synth_dir, progress=False)
 
 
+def frozen_corpus(root: Path) -> Path:
+    """`root/ingest` and `root/synth` as `ingest_and_freeze` writes them (the demo, checklists frozen)."""
+    ingest_and_freeze(root / "ingest", root / "synth")
+    return root
+
+
 def replicated_corpus(root: Path, at_least: int) -> Path:
     """`root/data/processed/{ingest,synthesize}` with >= `at_least` trajectories (so as many distinct judge requests)."""
     processed = root / "data" / "processed"
@@ -43,4 +49,5 @@ def replicated_corpus(root: Path, at_least: int) -> Path:
                     t["events"][-1]["text"] += f"\n(replica {r})"
             out.append(t)
     write_jsonl(processed / "ingest" / "trajectories.jsonl", out)
+    record_outputs(processed / "ingest", ["trajectories.jsonl"])  # the ingest's manifest says what is there now
     return root

@@ -170,7 +170,7 @@ def test_no_page_shows_outcome_or_scores_before_q1(demo):
             assert ident[log] not in page
             checked += 1
             refused = client.get(f"/a/{annotator}/items/{log}")
-            assert refused.status_code == 403
+            assert refused.status_code == (403 if study.in_q3(log) else 404)
             blind.check(refused.get_data(as_text=True), "items refused")
             for (item_id,) in study.con.execute("SELECT item_id FROM items i JOIN logs l ON l.task = i.task WHERE l.log = ?", (log,)):
                 assert f"item-{item_id}" not in page  # the checklist is not in the source either
@@ -223,10 +223,11 @@ def test_protocol_order_blind_throughout_and_resumable(demo):
     metrics = pd.read_parquet(work / "data/processed/finalize/metrics.parquet")
     forbidden = [s for t in trajs.values() for s in _forbidden(t, metrics)]
     client = create_app(db).test_client()
-    # Q3 cannot be submitted before every trajectory of the task has Q1 and Q1b
+    # Q3 cannot be submitted before every trajectory of the task has Q1 and Q1b and every pair Q2
     log = study.next_step("A1")[1]
-    with pytest.raises(ProtocolError, match="before the checklist"):
-        study.save_labels("A1", log, {})
+    q3_log = next(r["log"] for r in study.con.execute("SELECT log FROM q3_logs") if study.task_of(r["log"]) == study.task_of(log))
+    with pytest.raises(ProtocolError, match=r"compare its pairs \(Q2\) before the checklist"):
+        study.save_labels("A1", q3_log, {})
     # first trajectory through the web page, then the app restarts (a new process would see the same file)
     loc = client.get("/a/A1/").headers["Location"]
     assert client.post(loc, data={"Q1": "4"}).status_code == 400  # Q1b missing: nothing saved
@@ -237,14 +238,43 @@ def test_protocol_order_blind_throughout_and_resumable(demo):
     pages: list[str] = []
     steps = _answer_everything(client, Study(db), "A1", 1, pages)
     _answer_everything(client, Study(db), "A2", 2, pages)
-    assert steps == 3 * 2 * 2 - 1 + 6  # Q1 pages + Q3 pages (one already done) + 3 pairs per task
+    assert steps == 3 * 2 - 1 + 3 * 2 + 2 * 2  # Q1 pages (one already done) + 3 pairs per task + Q3 on 2 of 3 per task
     blind = Blindness(study, forbidden)
     for p in pages:
         blind.check(p, "protocol page")
-    # order: within a task all ratings come before any checklist page, and pairs come last
+    # the paper's order (§4.3), task by task: every Q1/Q1b, then every Q2, both before the checklist; then Q3 on the subset
     kinds = [("rate" if 'id="rate-form"' in p else "items" if 'id="items-form"' in p else "pair") for p in pages]
-    first_items = kinds.index("items")
-    assert all(k == "rate" for k in kinds[:first_items])
+    assert kinds[:steps] == ["rate"] * 2 + ["pair"] * 3 + ["items"] * 2 + ["rate"] * 3 + ["pair"] * 3 + ["items"] * 2
+    # once a task's checklist was shown, no Q2 of that task is accepted (an imported pair stays unanswerable)
+    labelled_log = study.con.execute("SELECT log FROM labels WHERE annotator = 'A1' LIMIT 1").fetchone()[0]
+    other = next(r["log"] for r in study.con.execute("SELECT log FROM assignments WHERE annotator = 'A1'")
+                 if study.task_of(r["log"]) == study.task_of(labelled_log) and r["log"] != labelled_log)
+    pair = int(study.con.execute("INSERT INTO pairs (task, a, b) VALUES (?, ?, ?)", (study.task_of(labelled_log), other, labelled_log)).lastrowid)
+    study.con.execute("INSERT INTO pair_assignments VALUES ('A1', ?, 99)", (pair,))
+    study.con.commit()
+    with pytest.raises(ProtocolError, match="Q2 comes before it"):
+        study.save_preference("A1", pair, "a")
+    assert client.get(f"/a/A1/pair/{pair}").status_code == 403
+    # a trajectory outside the Q3 subset has no checklist page
+    outside = next(r["log"] for r in study.con.execute("SELECT log FROM assignments WHERE annotator = 'A1'") if not study.in_q3(r["log"]))
+    assert client.get(f"/a/A1/items/{outside}").status_code == 404
+    with pytest.raises(ProtocolError, match="not in the Q3 subset"):
+        study.save_labels("A1", outside, {})
+
+
+def test_q3_subset_is_seeded_shared_by_the_task_raters_and_configurable(demo):
+    work, _ = demo
+    trajs = list(_trajectories(work).values())
+    plan = plan_study(trajs, ["A1", "A2", "A3"], overlap=2, seed=5, per_task=3)
+    assert plan.q3 == plan_study(trajs, ["A1", "A2", "A3"], overlap=2, seed=5, per_task=3).q3
+    for key, ids in plan.trajectories.items():
+        assert len(plan.q3[key]) == min(2, len(ids)) and set(plan.q3[key]) <= set(ids)
+    everyone = plan_study(trajs, ["A1", "A2"], overlap=2, seed=5, per_task=3, q3_per_task=None)
+    assert everyone.q3 == everyone.trajectories
+    one = plan_study(trajs, ["A1", "A2"], overlap=2, seed=5, per_task=3, q3_per_task=1)
+    assert all(len(v) == 1 for v in one.q3.values())
+    with pytest.raises(ValueError, match="q3_per_task must be at least 1"):
+        plan_study(trajs, ["A1"], overlap=1, q3_per_task=0)
 
 
 # --------------------------------------------------------------------------- export / import
@@ -268,6 +298,10 @@ def test_export_is_the_rq2_format_and_round_trips(demo, tmp_path):
                                                                .read_text().splitlines())}
     task_of = {t.trajectory_id: t.task_id for t in _trajectories(work).values()}
     assert all(hashes[task_of[r["trajectory"]]] == r["checklist_hash"] for _, r in ann.criteria.iterrows())
+    # Q3 only on the subset: 2 trajectories per task, the same ones for both annotators
+    q3_units = ann.criteria[["annotator", "trajectory"]].drop_duplicates()
+    assert len(q3_units) == 2 * 2 * 2
+    assert set(q3_units[q3_units["annotator"] == "A1"]["trajectory"]) == set(q3_units[q3_units["annotator"] == "A2"]["trajectory"])
     # same plan, fresh database: import the export, export again: byte-identical
     db2 = _study(work, params, "export2", annotators=("A1", "A2"), n_tasks=2, per_task=3)
     rep = import_annotations(Study(db2), out)
@@ -325,6 +359,12 @@ def test_cli_init_status_export(demo, tmp_path, monkeypatch, capsys):
     assert main(["init", "--db", str(db), "--annotators", "A1,A2", "--n-tasks", "1", "--per-task", "2",
                  "--protocol", str(PROTOCOL), "--illustrative"]) == 0
     assert main(["status", "--db", str(db)]) == 0
+    assert '"q3": 2' in capsys.readouterr().out
+    assert main(["init", "--db", str(tmp_path / "all.sqlite"), "--annotators", "A1", "--overlap", "1", "--n-tasks", "1",
+                 "--per-task", "3", "--q3-per-task", "all", "--protocol", str(PROTOCOL)]) == 0
+    assert Study(tmp_path / "all.sqlite").progress("A1")["q3"] == 3
+    with pytest.raises(SystemExit):
+        main(["init", "--db", str(tmp_path / "bad.sqlite"), "--annotators", "A1", "--q3-per-task", "0"])
     assert main(["export", "--db", str(db), str(tmp_path / "e.jsonl")]) == 0
     assert read_annotations(tmp_path / "e.jsonl").n_records == 0
     assert main(["init", "--db", str(db), "--annotators", "A1"]) == 2

@@ -77,6 +77,37 @@ def test_stage_list_is_dvc_yaml_with_judge_per_arm():
     assert dict((s[0], s[2]) for s in stages)["judge@gcpc"] == ["data/processed/judge/gcpc"]
 
 
+def test_stage_order_follows_dvcs_own_graph():
+    """Every edge of DVC's stage graph (what `dvc dag` draws) is respected: a stage runs after what it reads."""
+    from dvc.repo import Repo
+
+    dvc = pipeline_yaml(ROOT)
+    arms = list(yaml.safe_load((ROOT / "params.yaml").read_text())["arm"])
+    names = [s[0] for s in bench_scale.pipeline_stages(dvc, arms)]
+    with Repo(str(ROOT)) as repo:
+        edges = [(a.name, b.name) for a, b in repo.index.graph.edges()]
+    assert edges
+    checked = 0
+    for stage, upstream in edges:
+        if stage in names and upstream in names:
+            assert names.index(upstream) < names.index(stage), (stage, upstream)
+            checked += 1
+    assert checked >= len(names) - 1
+    assert names.index("report") > max(names.index(n) for n in ("analyze", "rq2", "rq3", "rq4", "rq5", "headline"))
+
+
+def test_a_stage_outside_any_map_lands_after_what_it_reads():
+    """A new stage (listed first) that reads rq5's output runs after rq5, not in file order."""
+    dvc = pipeline_yaml(ROOT)
+    stages = {"late": {"cmd": "python -m gcpc.late", "deps": ["data/processed/analyze/rq5.json"], "outs": ["x.json"]}}
+    stages.update(dvc["stages"])
+    names = [s[0] for s in bench_scale.pipeline_stages({"stages": stages}, ["gcpc"])]
+    assert names.index("late") > names.index("rq5")
+    cyc = {"a": {"cmd": "a", "deps": ["b.out"], "outs": ["a.out"]}, "b": {"cmd": "b", "deps": ["a.out"], "outs": ["b.out"]}}
+    with pytest.raises(ValueError, match="cycle"):
+        bench_scale.pipeline_stages({"stages": cyc}, [])
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(os.environ.get("GCPC_BENCH_TESTS") != "1",
                     reason="opt-in (GCPC_BENCH_TESTS=1): ~5 min of child stages; tests/test_pipeline_e2e.py runs every stage in CI")

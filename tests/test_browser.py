@@ -137,7 +137,8 @@ def test_two_megabyte_log_renders_lazily_and_jumps_to_evidence(demo, browser, tm
     assert not errors, errors
 
 
-def _complete_protocol(page, base: str, annotator: str, salt: int, trajectory_ids: list[str]) -> dict[str, int]:
+def _complete_protocol(page, base: str, annotator: str, salt: int, trajectory_ids: list[str], order: list[str]) -> dict[str, int]:
+    """Walk the pages as an annotator would; `order` receives each page's kind (rate, pair, items) in turn."""
     from playwright.sync_api import expect
 
     page.goto(base + "/")
@@ -156,13 +157,17 @@ def _complete_protocol(page, base: str, annotator: str, salt: int, trajectory_id
             page.check(f"input[name=Q1][value='{(step + salt) % 11}']")
             page.check(f"input[name=Q1b][value='{(step * 3 + salt) % 11}']")
             counts["rate"] += 1
+            order.append("rate")
         elif page.locator("#items-form").count():
             for k, item in enumerate(page.locator(".item").all()):
                 item.locator("input").nth((k + step + salt) % 3).check()
             counts["items"] += 1
+            order.append("items")
         else:
+            assert page.locator(".item").count() == 0  # Q2 comes before the checklist
             page.check(f"#pair-form input[value='{('a', 'b', 'tie')[(step + salt) % 3]}']")
             counts["pair"] += 1
+            order.append("pair")
         page.click("#submit")
     raise AssertionError("protocol did not finish")
 
@@ -182,10 +187,14 @@ def test_two_annotators_complete_the_protocol_export_and_rq2_runs(demo, browser,
     page, errors = _page(browser)
     with serve_app(create_app(db)) as base:
         for salt, annotator in enumerate(("A1", "A2")):
-            counts = _complete_protocol(page, base, annotator, salt, ids)
-            assert counts == {"rate": 6, "items": 6, "pair": 6}
+            order: list[str] = []
+            counts = _complete_protocol(page, base, annotator, salt, ids, order)
+            assert counts == {"rate": 6, "items": 4, "pair": 6}  # Q3 on the default subset: 2 of each task's 3
+            # the paper's order, task by task: Q1/Q1b, then Q2, both before the checklist (Q3)
+            assert order == (["rate"] * 3 + ["pair"] * 3 + ["items"] * 2) * 2
         page.goto(base + "/")
-        assert page.locator("td:text-is('6 / 6')").count() == 6  # both annotators: 6/6 rated, labelled, compared
+        assert page.locator("td:text-is('6 / 6')").count() == 4  # both annotators: 6/6 rated and compared
+        assert page.locator("td:text-is('4 / 4')").count() == 2  # and 4/4 checklists of the Q3 subset
     out = tmp_path / "annotations.jsonl"
     n = export_jsonl(Study(db), out)
     ann = read_annotations(out)

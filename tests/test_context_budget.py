@@ -35,8 +35,8 @@ def _checklist() -> Checklist:
                      first_attempt_valid=True).with_hash()
 
 
-def _judge(trajs, window: int | None, tmp_path):
-    cfg = dict(HEURISTIC, context_window=window) if window else HEURISTIC
+def _judge(trajs, window: int | None, tmp_path, **extra):
+    cfg = dict(HEURISTIC, context_window=window, **extra) if window else HEURISTIC
     arm = ArmSpec.from_params("gcpc", {"kind": "checklist", "template": str(ROOT / "prompts" / "judging" / "gcpc.jinja"),
                                        "evidence_gate": False}, {"max_event_chars": 4000})
     client = make_client(cfg, tmp_path / "calls.jsonl", progress=False)
@@ -60,6 +60,18 @@ def test_log_is_cut_longest_events_first_to_fit_and_the_cut_is_recorded(tmp_path
     assert "chars truncated ...]" in prompt and "out1 " * 50 in prompt
     (again,), _ = _judge([traj], 2600, tmp_path / "c")
     assert again.request_key == fitted.request_key  # deterministic
+
+
+def test_a_models_own_tokenizer_margin_fits_the_view_tighter(tmp_path):
+    """`context_margin` (issue 30: Gemma counted 9-21 % more tokens than cl100k) keeps that share of the window
+    free: the view is fitted to window x (1 - margin) - max_tokens."""
+    traj = _traj([300, 3000, 3900])
+    (default,), records = _judge([traj], 2600, tmp_path / "a")
+    (tight,), tight_records = _judge([traj], 2600, tmp_path / "b", context_margin=0.25)
+    before = records[default.request_key].request["inputs"]["context_cut"]
+    after = tight_records[tight.request_key].request["inputs"]["context_cut"]
+    assert after["tokens_after"] <= 2600 * 0.75 - 1000 < before["tokens_after"]
+    assert after["event_cap_chars"] < before["event_cap_chars"] and tight.request_key != default.request_key
 
 
 def test_a_log_that_cannot_fit_is_excluded_with_the_reason(tmp_path):

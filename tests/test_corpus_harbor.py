@@ -139,9 +139,16 @@ def test_session_transcript_used_when_no_stream_log(tmp_path):
         ({"verifier_result": {"rewards": {"reward": 0}}, "exception_info": None}, "FAIL", None),
         ({"verifier_result": {"rewards": {"reward": 0.5}}, "exception_info": None}, "other", "partial"),
         ({"verifier_result": None, "exception_info": None}, "other", "verifier_result is null"),
+        # a binary reward keeps its official outcome; the exception is recorded (issue 23, item 8)
         ({"verifier_result": {"rewards": {"reward": 1.0}},
           "exception_info": {"exception_type": "AgentTimeoutError", "exception_message": "late"}},
-         "other", "AgentTimeoutError"),
+         "PASS", "AgentTimeoutError"),
+        ({"verifier_result": {"rewards": {"reward": 0.0}},
+          "exception_info": {"exception_type": "AgentTimeoutError", "exception_message": "late"}},
+         "FAIL", "exception_info set (AgentTimeoutError: late)"),
+        ({"verifier_result": {"rewards": {"reward": 0.5}}, "exception_info": {"exception_type": "RuntimeError"}},
+         "other", "exception_info set (RuntimeError)"),
+        ({"verifier_result": None, "exception_info": {"exception_type": "AgentTimeoutError"}}, "other", "AgentTimeoutError"),
         (None, "other", "result.json missing"),
     ],
 )

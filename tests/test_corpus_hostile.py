@@ -1,5 +1,6 @@
 """Hostile and malformed corpora (made by tests/malformed/make_variants.py): ingest never crashes,
-never reads outside the corpus, and names the file of every bad item.
+never reads outside the corpus, and names the file of every bad item (the corpus fuzz suite of issue 25:
+at least 150 variants; unreadable files and folders are read as a user that is not root).
 
 Each variant spoils one item (a trial, a task, an instance) of a Harbor, a Terminal-Bench 1 or a
 SWE-bench corpus. Expected per variant: `excluded` (an exclusion for that item whose path or
@@ -9,16 +10,23 @@ file), or `shown` (kept; the odd record is a visible system event whose source i
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from malformed.make_variants import CONFIGS, SECRET_MARKER, make_corpora
+from malformed.make_variants import CONFIGS, SECRET_MARKER, Variant, make_corpora, make_permission_corpora
 
 from gcpc.corpus import guard
-from gcpc.corpus.ingest import ingest, write_outputs
+from gcpc.corpus.ingest import IngestResult, ingest, write_outputs
 from gcpc.io import iter_jsonl, write_jsonl
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -48,44 +56,178 @@ def _reads_outside(dest: Path):
     return seen, state
 
 
-def test_at_least_40_variants_ingest_without_a_crash_and_every_bad_item_is_named(variants, tmp_path):
-    dest, made = variants
-    assert len(made) >= 40 and {v.corpus for v in made} == set(CONFIGS)
+def check_variant(v: Variant, res: IngestResult) -> str | None:
+    """None when the variant's item was handled as expected; else what was accepted silently instead."""
+    excl = [e for e in res.exclusions if e.path == v.item]
+    texts = [n for n in res.notes] + [e.reason for e in res.exclusions]
+    kept = [t for t in res.trajectories if t.source_path == v.item]
+    kept_tasks = [t for t in res.tasks if t.source_path == v.item]
+    for t in res.trajectories:
+        texts += list(t.notes) + [t.outcome.reason or ""]
+    if v.kind == "excluded":
+        ok = any(v.names in f"{e.path} {e.reason}" for e in excl) and not kept and not kept_tasks
+    elif v.kind == "noted":
+        ok = not excl and any(v.names in t for t in texts)
+    elif v.kind == "kept":
+        ok = not excl and bool(kept or kept_tasks)
+    else:
+        ok = bool(kept) and any(e.kind.value == "system" and e.source and e.source.path == v.names for e in kept[0].events)
+    if ok and v.outcome is not None:
+        ok = bool(kept) and kept[0].outcome.status == v.outcome
+    if ok:
+        return None
+    return (f"{v.corpus}/{v.name} ({v.kind}): {[e.reason for e in excl] or 'no exclusion'}; "
+            f"kept as {[t.outcome.status for t in kept] or [t.task_id for t in kept_tasks] or 'nothing'}")
+
+
+def fuzz_table(rows: dict[str, list[int]]) -> str:
+    """The closing-note table: variants, crashes, silent acceptances and reads outside the corpus per kind."""
+    lines = ["| variant kind | variants | crashes | silent acceptances | reads outside the corpus |", "|---|---:|---:|---:|---:|"]
+    total = [0, 0, 0, 0]
+    for family, row in sorted(rows.items()):
+        lines.append(f"| {family} | " + " | ".join(map(str, row)) + " |")
+        total = [a + b for a, b in zip(total, row)]
+    lines.append("| **all** | " + " | ".join(f"**{n}**" for n in total) + " |")
+    return "\n".join(lines)
+
+
+def _family(v: Variant) -> str:
+    return v.family or f"{v.corpus} {v.name.split('-')[0]} (earlier suite)"
+
+
+def run_fuzz(dest: Path, made: list[Variant], configs: dict, out: Path) -> tuple[dict[str, list[int]], list[str], list[str]]:
+    """Ingest every corpus and write its outputs; per variant kind [variants, crashes, silent, outside reads]."""
     outside_reads, state = _reads_outside(dest)
-    state["on"] = True
-    try:
-        results = {name: ingest(cfg, dest) for name, cfg in CONFIGS.items()}  # 0 crashes
-    finally:
-        state["on"] = False
-    assert outside_reads == [], f"read outside the corpus: {outside_reads}"
-    problems = []
+    rows: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
+    problems: list[str] = []
+    results: dict[str, IngestResult | None] = {}
+    for name, cfg in configs.items():
+        try:
+            state["on"] = True  # the ingest reads the corpus; writing the outputs reads what it wrote
+            try:
+                results[name] = ingest(cfg, dest)
+            finally:
+                state["on"] = False
+            write_outputs(results[name], out / name)
+        except Exception as exc:  # noqa: BLE001 - counted as a crash of every variant of the corpus
+            results[name] = None
+            problems.append(f"{name}: crashed: {type(exc).__name__}: {exc}")
     for v in made:
+        row = rows[_family(v)]
+        row[0] += 1
         res = results[v.corpus]
-        excl = [e for e in res.exclusions if e.path == v.item]
-        texts = [n for n in res.notes] + [e.reason for e in res.exclusions]
-        kept = [t for t in res.trajectories if t.source_path == v.item]
-        for t in res.trajectories:
-            texts += list(t.notes) + [t.outcome.reason or ""]
-        if v.kind == "excluded":
-            ok = any(v.names in f"{e.path} {e.reason}" for e in excl)
-        elif v.kind == "noted":
-            ok = not excl and any(v.names in t for t in texts)
-        else:
-            ok = bool(kept) and any(e.kind.value == "system" and e.source and e.source.path == v.names for e in kept[0].events)
-        if not ok:
-            problems.append(f"{v.corpus}/{v.name} ({v.kind}): {[e.reason for e in excl] or 'no exclusion'}")
+        if res is None:
+            row[1] += 1
+            continue
+        problem = check_variant(v, res)
+        if problem:
+            row[2] += 1
+            problems.append(problem)
+    for read in outside_reads:
+        rows["(any)"][3] += 1
+        problems.append(f"read outside the corpus: {read}")
+    return rows, problems, [str(r) for r in outside_reads]
+
+
+def test_at_least_150_variants_ingest_without_a_crash_and_every_bad_item_is_named(variants, tmp_path, capsys):
+    dest, made = variants
+    assert {v.corpus for v in made} == set(CONFIGS)
+    rows, problems, outside = run_fuzz(dest, made, CONFIGS, tmp_path)
+    with capsys.disabled():
+        print(f"\ncorpus fuzz suite ({len(made)} variants, permission variants in the next test):\n{fuzz_table(rows)}")
     assert not problems, "\n".join(problems)
+    assert len(made) >= 150  # and the permission variants, read as a user that is not root
     # the valid items are still read: one bad item never aborts the corpus
-    assert {t.task_id for t in results["harbor"].tasks} == {"t-ok", "t-parametrize-bomb"}
-    assert any(t.trial == "t-ok__good" for t in results["harbor"].trajectories)
-    assert any(t.task_id == "ok-1" for t in results["swe"].trajectories)
-    # nothing from outside reaches any output
-    for name, res in results.items():
-        write_outputs(res, tmp_path / name)
+    tasks = {json.loads(line)["task_id"] for line in (tmp_path / "harbor" / "tasks.jsonl").read_text().splitlines()}
+    assert {"t-ok", "t-parametrize-bomb", "t-m-instruction-bom", "t-m-toml-bom"} <= tasks
+    trajectories = [json.loads(line) for line in (tmp_path / "harbor" / "trajectories.jsonl").read_text().splitlines()]
+    assert any(t["trial"] == "t-ok__good" for t in trajectories)
+    swe = [json.loads(line) for line in (tmp_path / "swe" / "trajectories.jsonl").read_text().splitlines()]
+    assert any(t["task_id"] == "ok-1" for t in swe)
+    # a folder link back up is one exclusion, not a walk 40 links deep
+    for name in ("harbor", "tb1"):
+        reasons = [json.loads(line)["reason"] for line in (tmp_path / name / "exclusions.jsonl").read_text().splitlines()]
+        assert sum("folder link loop" in r for r in reasons) == 1, name
+        assert not any("zz-loop/" in r for r in reasons), name
+    # nothing from outside reaches any output; no byte-order mark and no absolute path of this machine either
+    machine = {os.fspath(dest).encode(), os.path.realpath(dest).encode()}
     for path in tmp_path.rglob("*"):
         if path.is_file():
-            assert SECRET_MARKER.encode() not in path.read_bytes(), path
-            assert b"root:x:0:0" not in path.read_bytes(), path
+            data = path.read_bytes()
+            assert SECRET_MARKER.encode() not in data, path
+            assert b"root:x:0:0" not in data, path
+            assert "\ufeff".encode() not in data, path
+            assert not any(m in data for m in machine), (path, [m for m in machine if m in data])
+
+
+def _as_nobody() -> list[str] | None:
+    """The command prefix that runs a process as `nobody`, or None when this process cannot switch users."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        return None
+    return [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups"]
+
+
+_PERMISSION_WORKER = """
+import json, os, sys
+sys.path.insert(0, sys.argv[3])
+from pathlib import Path
+from test_corpus_hostile import run_fuzz, fuzz_table
+from malformed.make_variants import PERMISSION_CONFIGS, Variant
+made = [Variant(**v) for v in json.loads(Path(sys.argv[2]).read_text())]
+rows, problems, outside = run_fuzz(Path(sys.argv[1]), made, PERMISSION_CONFIGS, Path(sys.argv[1]) / "out")
+machine = {sys.argv[1].encode(), os.path.realpath(sys.argv[1]).encode()}
+for path in sorted((Path(sys.argv[1]) / "out").rglob("*")):
+    if path.is_file() and any(m in path.read_bytes() for m in machine):
+        problems.append(f"{path}: holds an absolute path of this machine")
+print(json.dumps({"rows": rows, "problems": problems, "uid": os.geteuid()}))
+"""
+
+
+def test_unreadable_files_and_folders_are_named_exclusions_when_read_as_a_user_that_is_not_root(variants, capsys):
+    """A trial, job or task folder (Harbor and Terminal-Bench 1) or a file that cannot be read (mode 000) is an
+    exclusion or a note naming it; the ingest goes on. Run as `nobody` (root reads everything)."""
+    prefix = _as_nobody()
+    if prefix is None:
+        pytest.skip("running as root and setpriv is not installed: cannot read as a user that is not root")
+    dest = Path(tempfile.mkdtemp(prefix="gcpc-perm-"))
+    try:
+        dest.chmod(0o755)
+        made = make_permission_corpora(dest)
+        (dest / "out").mkdir()
+        (dest / "out").chmod(0o777)
+        spec = dest / "variants.json"
+        spec.write_text(json.dumps([v.__dict__ for v in made]))
+        spec.chmod(0o644)
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "tests"), str(REPO / "src")]),
+               "PYTHONDONTWRITEBYTECODE": "1", "HOME": str(dest)}
+        proc = subprocess.run([*prefix, sys.executable, "-c", _PERMISSION_WORKER, str(dest), str(spec), str(REPO / "tests")],
+                              capture_output=True, text=True, env=env, cwd=dest, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        report = json.loads(proc.stdout.strip().splitlines()[-1])
+        assert report["uid"] != 0
+        with capsys.disabled():
+            print(f"\npermission variants (read as uid {report['uid']}):\n{fuzz_table(report['rows'])}")
+        assert not report["problems"], "\n".join(report["problems"])
+        assert sum(r[0] for r in report["rows"].values()) == len(made) >= 10
+    finally:
+        for p in sorted(dest.rglob("*"), key=lambda p: len(p.parts)):
+            try:
+                if not p.is_symlink():
+                    p.chmod(0o755)
+            except OSError:
+                pass
+        shutil.rmtree(dest, ignore_errors=True)
+
+
+@pytest.mark.parametrize("root", ["/", "..", "~"])
+def test_a_corpus_root_that_would_widen_the_boundary_is_refused(tmp_path, root):
+    (tmp_path / "repo").mkdir()
+    cfg = {"name": "wide", "benchmark": "b", "root": os.path.expanduser(root), "tasks_dir": "."}
+    with pytest.raises(ValueError, match="corpus config 'wide': root .* resolves to"):
+        ingest(cfg, tmp_path / "repo")
 
 
 def test_links_leaving_the_corpus_are_refused_even_past_the_folder_checks(variants):
@@ -105,8 +247,15 @@ def test_links_leaving_the_corpus_are_refused_even_past_the_folder_checks(varian
 
 def test_strict_switch_stops_at_the_first_bad_item(variants):
     dest, _ = variants
-    with pytest.raises(guard.OutsideCorpus, match="t-instruction-link-outside/instruction.md"):
-        ingest({**CONFIGS["harbor"], "strict": True}, dest)
+    with pytest.raises(ValueError, match=r"tasks/evil;rm -rf ~;\$\(id\): task folder name .* is not an id"):
+        ingest({**CONFIGS["harbor"], "strict": True}, dest)  # the first task folder in order
+    evil = dest / "harbor" / "tasks" / "evil;rm -rf ~;$(id)"
+    evil.rename(evil.with_name("_evil"))  # a name the task reader skips
+    try:
+        with pytest.raises(guard.OutsideCorpus, match="t-instruction-link-outside/instruction.md"):
+            ingest({**CONFIGS["harbor"], "strict": True}, dest)
+    finally:
+        evil.with_name("_evil").rename(evil)  # the module's corpora as they were (later tests read them)
 
 
 def test_task_ids_inside_files_never_move_a_trial(variants):

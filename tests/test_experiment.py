@@ -206,12 +206,12 @@ def test_headline_metrics_are_one_short_number_per_key_with_the_floors_as_their_
 
     full = {"primary_arm": "gcpc", "auc": {"gcpc": 0.61, "holistic": 0.66, "floor_exit0": 0.55, "floor_steps": 0.58},
             "auc_ci": {"gcpc": "0.5–0.7"}, "delta_auc": {"vs": "holistic", "value": -0.05, "ci_low": -0.1, "ci_high": 0.0, "n": 9},
-            "item_agreement": 0.77, "n": {"trajectories": 10, "judged": 40, "failed": 1, "zero_evidence": 2},
+            "item_agreement": 0.77, "n": {"trajectories": 10, "judged": 40, "failed_judgments": 1, "zero_evidence_primary": 2},
             "usage": {"calls": 12, "cached_calls": 0, "input_tokens": 900, "output_tokens": 90, "cached_tokens": 5, "cost": 0.01}}
     floors = {"floor_exit0", "floor_steps"}
     h = compact(full, floors)
     assert h == {"auc": {"gcpc": 0.61, "holistic": 0.66, "floor": 0.58}, "delta_auc": -0.05, "item_agreement": 0.77,
-                 "zero_evidence": 2, "failed": 1, "calls": 12, "tokens": {"in": 900, "out": 90, "cached": 5}, "cost": 0.01}
+                 "zero_evidence_primary": 2, "failed_judgments": 1, "calls": 12, "tokens": {"in": 900, "out": 90, "cached": 5}, "cost": 0.01}
     assert best_floor(full, floors) == {"arm": "floor_steps", "auc": 0.58}
     assert "floor" not in compact(full, set())["auc"] and compact(full, set())["auc"]["floor_exit0"] == 0.55
     unpriced = compact(full | {"usage": full["usage"] | {"cost": None}, "delta_auc": None}, floors)

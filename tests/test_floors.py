@@ -21,7 +21,7 @@ import yaml
 from sklearn.metrics import cohen_kappa_score, roc_auc_score
 
 from gcpc.analysis.floors import floor_comparison, floors_latex, floors_markdown, verdict
-from gcpc.analysis.item_validity import item_validity, kappa, validity_latex, validity_markdown
+from gcpc.analysis.item_validity import item_validity, kappa, report_lines, validity_latex, validity_markdown
 from gcpc.analysis.stats import paired_delta_auc
 from gcpc.corpus.models import Event, EventKind, Outcome, SourceRef, Trajectory
 from gcpc.judging.floor_arm import FLOORS, load_patterns
@@ -215,6 +215,11 @@ def test_item_validity_leaves_out_zero_evidence_pairs_as_every_analysis_does():
     scored = item_validity(labels, metrics, {"bootstrap": BOOT, "zero_evidence_score": 0.0})
     assert scored["benchmarks"]["b2"]["gate_on"]["n"] == 5 and scored["benchmarks"]["b2"]["gate_on"]["n_abstain"] == 3
     assert "excluded, as in every analysis" in validity_markdown(paper)
+    # the report's sentence also gives the Abstain share over every labelled item, zero-evidence logs included
+    routes = paper["benchmarks"]["b2"]["gate_on"]["routes"]
+    n_abstain = sum(routes[r]["labels"]["Abstain"] for r in ("assertion", "generated", "judge"))
+    line = next(x for x in report_lines(paper) if x.startswith("- `b2` / `gate_on`"))
+    assert n_abstain >= 3 and f"Abstain over all 5 labelled items {100 * n_abstain / 5:.1f}% ({n_abstain})" in line
 
 
 def test_item_validity_of_an_arm_set_without_item_labels_is_empty_not_a_crash():

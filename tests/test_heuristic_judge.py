@@ -119,6 +119,18 @@ def test_tick_questions_come_from_instruction_sentences_within_two_to_eight():
     assert one == [QUESTION_PREFIX + "Fix the failing build quickly.", WHOLE_PREFIX + "Fix the failing build quickly."]
 
 
+def test_tick_questions_fit_the_schema_limit():
+    """A SWE-bench issue's paragraph-long sentence is cut at a word, verbatim up to an ellipsis, within the schema's 400."""
+    from gcpc.llm.schemas import TICK_QUESTION_MAX_CHARS
+
+    sentence = "The parser in `pkg/core.py` ignores " + " ".join(f"option{n}" for n in range(90)) + " entirely."
+    qs = generate_tick_checklist({"instruction": sentence + "\n\nIt must also respect `evaluate=False` here.",
+                                  "limits": {"min_questions": 2, "max_questions": 8}})["questions"]
+    assert len(qs) == 2 and all(len(q) <= TICK_QUESTION_MAX_CHARS for q in qs)
+    assert qs[0].endswith("…") and sentence.startswith(qs[0][len(QUESTION_PREFIX):-1])
+    assert qs[1] == QUESTION_PREFIX + "It must also respect `evaluate=False` here."
+
+
 def test_tick_answers_yes_only_on_displayed_state_and_no_instead_of_abstain():
     q = QUESTION_PREFIX + "Save the result to `/root/report.json` with the key `total`."
     shown = [ev(0, EventKind.TOOL_OUTPUT, '/root/report.json: {"total": 3}')]

@@ -31,7 +31,7 @@ import yaml
 from fakeservers import FakeOpenAI, Fault
 from judge_corpus import replicated_corpus
 
-from gcpc.io import iter_jsonl, write_jsonl
+from gcpc.io import iter_jsonl, record_outputs, write_jsonl
 from gcpc.llm.store import CallStore, is_refusal
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,6 +49,7 @@ def corpus(tmp_path_factory) -> Path:
     out = list(iter_jsonl(processed / "ingest" / "trajectories.jsonl"))
     out[1]["events"][-1]["text"] += "\n" + MARKER  # early in the run: refused before the 401
     write_jsonl(processed / "ingest" / "trajectories.jsonl", out[:40])
+    record_outputs(processed / "ingest", ["trajectories.jsonl"])  # the ingest's manifest says what is there now
     for name in ("attempts.jsonl", "llm_calls.jsonl", "usage_summary.json"):
         (processed / "synthesize" / name).unlink(missing_ok=True)
     return root

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from demo_outputs import git_files
+from demo_outputs import fresh_clone
 
 from gcpc.paths import pipeline_yaml
 
@@ -35,16 +35,7 @@ def clone(tmp_path_factory) -> tuple[Path, dict[str, str]]:
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
     dest = tmp_path_factory.mktemp("clone") / "gcpc"
-    for rel in git_files(ROOT):
-        src = ROOT / rel
-        if src.is_file() and not rel.startswith(("data/processed/", "metrics/", "figures/")) and Path(rel).name != "dvc.lock":
-            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dest / rel)
-    env = dict(os.environ)
-    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
-    env.update(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
-    for args in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "clone"]):
-        _run(args, dest, env)
+    env = fresh_clone(ROOT, dest)
     _run([str(Path(sys.executable).parent / "dvc"), "repro"], dest, env)
     return dest, env
 

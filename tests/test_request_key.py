@@ -21,7 +21,8 @@ def _request(question: str, events: list) -> LLMRequest:
 
 
 def _old_key(r: LLMRequest) -> str:
-    return content_hash(r.model_dump(mode="json", exclude={"purpose"}))
+    # `repeat` (a repeated judging pass) counts only when set: unset, the key is the one it was before the field
+    return content_hash(r.model_dump(mode="json", exclude={"purpose"} | ({"repeat"} if r.repeat is None else set())))
 
 
 def test_parts_equal_whole():
@@ -51,6 +52,8 @@ def test_keys_equal_the_whole_request_hash():
     assert _request("question 0?", changed).key != keys[0]
     without = LLMRequest(**{**alone.model_dump(), "inputs": {"question": "q"}})
     assert without.key == _old_key(without)
+    again = alone.model_copy(update={"repeat": 2})
+    assert again.key == _old_key(again) != alone.key
 
 
 def test_stored_lines_equal_the_whole_record_encoding():
@@ -64,4 +67,42 @@ def test_stored_lines_equal_the_whole_record_encoding():
         blobs: dict[str, str] = {}
         data["request"] = _externalize(data["request"], blobs)
         assert _split(record) == (redact(canonical_json(data)) + "\n", blobs)
-        assert record.request == json.loads(json.dumps(request.model_dump(mode="json")))
+        # an unset `repeat` is left out of the record, as of the key: records stay as they were
+        assert record.request == json.loads(json.dumps(request.model_dump(mode="json", exclude={"repeat"})))
+
+
+def _tick_answer_key(cfg: dict) -> str:
+    """The request key of one TICK answer request built as the arm builds it, under an llm config."""
+    from gcpc.llm.schemas import tick_answer_schema
+    from gcpc.llm.settings import sampling_params
+
+    schema = tick_answer_schema()
+    return LLMRequest(purpose="judgment:tick", provider=cfg["provider"], model=cfg["model"],
+                      messages=[Message(role="user", content="Q?")], output_schema="TickAnswer", json_schema=schema,
+                      sampling=sampling_params(cfg, schema), template_hash="t").key
+
+
+def test_decoder_settings_change_the_request_key():
+    """Issue 30: everything that shapes what a server may return is part of the request identity, so a cached
+    answer made under one constraint is never replayed under another."""
+    base = {"provider": "openai", "model": "m", "temperature": 0.0, "max_tokens": 2048,
+            "structured_output": "json_object", "max_tokens_from_schema": True}
+    keys = {
+        "base": _tick_answer_key(base),
+        "no length limits": _tick_answer_key(base | {"schema_length_limits": False}),
+        "json_schema": _tick_answer_key(base | {"structured_output": "json_schema"}),
+        "json_schema, not strict": _tick_answer_key(base | {"structured_output": "json_schema", "json_schema_strict": False}),
+        "json_schema, not strict, no limits": _tick_answer_key(
+            base | {"structured_output": "json_schema", "json_schema_strict": False, "schema_length_limits": False}),
+        "prompt": _tick_answer_key(base | {"structured_output": "prompt"}),
+        "max_tokens 64": _tick_answer_key(base | {"max_tokens": 64}),
+        "no schema-sized cap": _tick_answer_key(base | {"max_tokens_from_schema": False}),
+    }
+    assert len(set(keys.values())) == len(keys), keys
+    # settings that do not change the wire leave the key alone: defaults spelled out, and length limits in
+    # strict json_schema mode (moved into descriptions there whatever the setting) or in prompt mode
+    assert _tick_answer_key(base | {"schema_length_limits": True}) == keys["base"]
+    strict = base | {"structured_output": "json_schema"}
+    assert _tick_answer_key(strict | {"schema_length_limits": False}) == keys["json_schema"]
+    assert _tick_answer_key(base | {"structured_output": "prompt", "schema_length_limits": False}) == keys["prompt"]
+    assert _tick_answer_key(strict | {"json_schema_strict": True}) == keys["json_schema"]

@@ -151,7 +151,9 @@ def test_evidence_replacements_and_idle_logs():
     assert perturbed.trajectory_id == "b/j/t__1#replace:i1" and perturbed.events[3].text == "count=18"
     assert rec["rule"] == "number" and rec["n_replaced"] == 1 and traj.events[3].text == "count=17"
     capped = evidence_replacements([j, j], {traj.trajectory_id: traj}, "all_events", 1, 0)
-    assert len(capped[0]) + len(capped[1]) == 1  # max_items caps the Yes items considered (4 here)
+    # max_items caps the Yes items considered (4 here); the 3 left out are listed with their reason
+    assert len(capped[0]) + len([s for s in capped[1] if not s["skipped"].startswith("not sampled")]) == 1
+    assert [s["skipped"] for s in capped[1] if s["skipped"].startswith("not sampled")] == ["not sampled (max_items=1, seed=0)"] * 3
     idle = idle_trajectories([traj])
     assert [e.kind for e in idle[0].events] == [EventKind.SYSTEM, EventKind.AGENT_MESSAGE]
     assert idle[0].outcome.status == "FAIL" and idle[0].trajectory_id == "idle/b/t"

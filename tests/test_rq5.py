@@ -107,7 +107,7 @@ def test_unavailable_inputs_are_reported(tmp_path, monkeypatch):
 
 
 def test_pair_diagnosis_default_is_one_decidable_pair_per_task():
-    """Paper §4.4: one PASS/FAIL pair per task, from decidable trajectories only."""
+    """Paper §4.5: one PASS/FAIL pair per task, from decidable trajectories only."""
     m = _metrics()
     cfg = {**resolve_analysis(CFG), "scores": ["gcpc_plain"]}
     e = pair_diagnosis(m, cfg)["benchmarks"]["terminal-bench-2"]["arms"]["gcpc"]["gcpc_plain"]

@@ -109,7 +109,7 @@ def test_every_single_arm_set_and_two_mixed_sets_run_as_one_queued_sweep(clone):
         assert e["params"]["experiment"]["arms"] in arm_sets  # the conf/arm name of the set
         floors = {x for x in arms if e["params"]["arm"][x]["kind"] == "floor"}
         assert h.get("auc") and set(h["auc"]) <= (set(arms) - floors) | ({"floor"} if floors else set()), arms
-        assert h["calls"] > 0 and "failed" in h
+        assert h["calls"] > 0 and "failed_judgments" in h and "zero_evidence_primary" in h
     # the paper's GCPC is the derived primary arm whenever the set has it, else the first checklist arm
     assert by_set[("gcpc",)]["params"]["analysis"]["primary_arm"] == "gcpc"
     assert by_set[("gcpc_gate",)]["params"]["analysis"]["primary_arm"] == "gcpc_gate"

@@ -126,3 +126,26 @@ def test_terminal_bench_1_through_its_corpus_reader(tmp_path):
     tasks, _ = read_benchmark(spec, Path("/"))
     assert row["n_frozen"] == sum(bool(requirement_units(t.instruction)) for t in tasks) == 80
     assert row["items_per_task"]["min"] >= 1 and row["items_per_task"]["n_below_paper_min"] > 0
+
+
+def test_swe_bench_row_is_a_seeded_sample(tmp_path):
+    """The SWE-bench reader takes an instances file; `sample` synthesizes a seeded sample, said in the notes."""
+    from gcpc.synthesis.transfer import sample_tasks
+
+    fixture = str(ROOT / "tests/fixtures/swe_bench_mini")
+    spec = BenchmarkSpec.from_cfg({"name": "swe-bench-verified", "label": "SWE-bench Verified", "reader": "swe-bench",
+                                   "root": fixture, "tasks_dir": "instances.jsonl", "sample": 2, "seed": 3}, 0)
+    tasks, why = read_benchmark(spec, Path("/"))
+    assert why is None and [t.task_id for t in tasks] == ["demo__calc-101", "demo__fmt-3", "demo__strutil-7"]
+    picked = sample_tasks(tasks, 2, 3)
+    assert picked == sample_tasks(list(reversed(tasks)), 2, 3) and len(picked) == 2  # by id, not by reading order
+    assert sample_tasks(tasks, None, 3) == tasks == sample_tasks(tasks, 99, 3)
+    result = transfer_table([spec], HEURISTIC, SynthesisSettings(prompts_dir=ROOT / "prompts"), None, tmp_path / "out",
+                            repo=Path("/"))
+    (row,) = result["benchmarks"]
+    assert row["n_tasks"] == 2 and row["sample"] == {"n": 2, "of": 3, "seed": 3}
+    assert "SWE-bench Verified: a seeded sample of 2 of its 3 tasks (seed 3" in table_markdown(result)
+    with pytest.raises(ValueError, match=r"transfer.benchmarks\[0\].sample must be a positive integer"):
+        BenchmarkSpec.from_cfg({"name": "x", "reader": "swe-bench", "tasks_dir": "i.jsonl", "sample": 0}, 0)
+    missing = BenchmarkSpec("s", "S", "swe-bench", fixture, "nope.jsonl")
+    assert read_benchmark(missing, Path("/")) == (None, f"tasks file {fixture}/nope.jsonl not found")

@@ -20,8 +20,9 @@ from typing import Any
 DATA_REQUIRED = ("name", "root")
 """Keys every data config has; one corpus (or each of `corpora`) also needs CORPUS_REQUIRED."""
 CORPUS_REQUIRED = ("benchmark", "tasks_dir", "trials_dirs")
-FORMAT_DEFAULTS = {"terminal-bench-1": {"benchmark"}, "swe-bench": {"benchmark", "tasks_dir"}}
-"""Keys a corpus format supplies itself (swe-bench reads `tasks_file` instead of `tasks_dir`)."""
+FORMAT_DEFAULTS = {"terminal-bench-1": {"benchmark"}, "swe-bench": {"benchmark", "tasks_dir"}, "inspect": {"tasks_dir"}}
+"""Keys a corpus format supplies itself (swe-bench reads `tasks_file` instead of `tasks_dir`; inspect reads its
+tasks from the logs in `trials_dirs`)."""
 DATA_KEYS_DOC = {
     "name": "short name of the study population; names outputs and report headings",
     "root": "folder holding the corpus (a DVC dependency; annotations and pairs files are read under it)",

@@ -6,13 +6,24 @@ reader, and two processes never collide on one temporary name. Text written thro
 through `gcpc.secrets.redact` (API keys never reach an output, even inside a model answer).
 A JSONL reader refuses a file whose last line has no newline (a truncated file) instead of
 returning its prefix.
+
+A stage's outputs are one unit (`stage_outputs`): written into a temporary folder beside the output
+folder, recorded in its `stage_manifest.json` (rows and SHA-256 of every file) and swapped in whole,
+so a killed stage never leaves files of two runs side by side. Every JSONL reader here checks a file
+against the manifest of its folder (a file cut at a line boundary has whole lines and passes every other
+check); `verify_output` does the same for files read by other libraries (Parquet). `loads_trusted`
+parses JSON a reader trusts for outcomes: a leading BOM dropped, a duplicated key refused.
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import hashlib
 import json
 import os
+import re
+import shutil
 import tempfile
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
@@ -89,7 +100,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     """A unique temporary path to write; renamed onto `path` when the block ends without an error."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
         yield Path(tmp)
@@ -155,8 +166,11 @@ def write_jsonl(path: str | Path, records: Iterable[Any]) -> int:
 
 def iter_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
     path = Path(path)
+    check = _ManifestCheck(path)
     with path.open(encoding="utf-8", newline="\n") as fh:
         for lineno, line in enumerate(fh, 1):
+            if check.hash is not None:
+                check.line(line.encode("utf-8"))
             if not line.endswith("\n"):
                 raise ValueError(f"{path}:{lineno}: truncated file (the last line has no newline); "
                                  f"re-run the stage that writes it")
@@ -168,6 +182,7 @@ def iter_jsonl(path: str | Path) -> Iterator[dict[str, Any]]:
                 raise ValueError(f"{path}:{lineno}: invalid JSON line ({exc.msg})") from exc
             except RecursionError:
                 raise ValueError(f"{path}:{lineno}: JSON nested too deeply") from None
+    check.done()
 
 
 def iter_models(path: str | Path, model: type[M]) -> Iterator[M]:
@@ -179,8 +194,10 @@ def iter_models(path: str | Path, model: type[M]) -> Iterator[M]:
 def iter_models_sized(path: str | Path, model: type[M]) -> Iterator[tuple[int, M]]:
     """(bytes of the line, the record as `model`) for each record of a JSONL file, one at a time."""
     path = Path(path)
+    check = _ManifestCheck(path)
     with path.open("rb") as fh:
         for i, line in enumerate(fh, 1):
+            check.line(line)
             if not line.endswith(b"\n"):
                 raise ValueError(f"{path}:{i}: truncated file (the last line has no newline); re-run the stage that writes it")
             if not line.strip():
@@ -195,6 +212,7 @@ def iter_models_sized(path: str | Path, model: type[M]) -> Iterator[tuple[int, M
                 yield len(line), model.model_validate(rec)
             except Exception as exc:  # pydantic.ValidationError carries the field names
                 raise ValueError(f"{path}: record {i} is not a valid {model.__name__}: {exc}") from exc
+    check.done()
 
 
 def read_models(path: str | Path, model: type[M]) -> list[M]:
@@ -227,3 +245,222 @@ def write_text(path: str | Path, text: str) -> None:
 def write_bytes(path: str | Path, data: bytes) -> None:
     with atomic_path(path) as tmp:
         tmp.write_bytes(data)
+
+
+# --- JSON a reader trusts ------------------------------------------------------------------------
+
+BOM = "\ufeff"
+
+
+class DuplicateKey(ValueError):
+    """A JSON object names one key twice: `json` would keep the last value silently (an outcome could flip)."""
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in obj:
+            raise DuplicateKey(f"duplicate key {key!r} (which of its values counts is undefined)")
+        obj[key] = value
+    return obj
+
+
+def loads_trusted(data: bytes | str) -> Any:
+    """UTF-8 JSON with one leading byte-order mark dropped (accepted, kept nowhere) and any duplicated
+    key refused (`DuplicateKey`); other errors as `json.loads` (UnicodeDecodeError, JSONDecodeError,
+    RecursionError)."""
+    text = data.decode("utf-8") if isinstance(data, bytes) else data
+    return json.loads(text.removeprefix(BOM), object_pairs_hook=_no_duplicates)
+
+
+# --- a stage's outputs as one unit ---------------------------------------------------------------
+
+MANIFEST = "stage_manifest.json"
+"""Written last into a stage's output folder: {file: {rows, bytes, sha256}} for every file the stage wrote."""
+_TEMP = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.[^.]+\.(?:tmp|staging|old)$")
+"""Temporaries of `atomic_path` and `stage_outputs`: '.<name>.<pid>.<random>.tmp|staging|old'."""
+
+
+def file_record(path: str | Path) -> dict[str, Any]:
+    """Rows (newline-terminated lines), bytes and SHA-256 of one file, read in pieces."""
+    h = hashlib.sha256()
+    rows = size = 0
+    with Path(path).open("rb") as fh:
+        while piece := fh.read(1 << 20):
+            h.update(piece)
+            rows += piece.count(b"\n")
+            size += len(piece)
+    return {"bytes": size, "rows": rows, "sha256": h.hexdigest()}
+
+
+_manifests: dict[tuple[str, int, int], dict[str, Any]] = {}
+
+
+def manifest_entry(path: str | Path) -> tuple[Path, dict[str, Any]] | None:
+    """(manifest path, the record the stage wrote for `path`), or None when its folder has no manifest
+    naming it (a file not written through `stage_outputs`)."""
+    path = Path(path)
+    manifest = path.parent / MANIFEST
+    try:
+        st = manifest.stat()
+    except OSError:
+        return None
+    key = (os.fspath(manifest), st.st_mtime_ns, st.st_size)
+    files = _manifests.get(key)
+    if files is None:
+        try:
+            files = json.loads(manifest.read_text(encoding="utf-8"))["files"]
+            if not isinstance(files, dict):
+                raise TypeError("files is not an object")
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"{manifest}: unreadable stage manifest ({exc}); re-run the stage that writes "
+                             f"{path.parent}") from None
+        _manifests.clear()
+        _manifests[key] = files
+    entry = files.get(path.name)
+    return (manifest, entry) if isinstance(entry, dict) else None
+
+
+def _mismatch(path: Path, manifest: Path, entry: dict[str, Any], rows: int, size: int, digest: str) -> str | None:
+    if rows != entry.get("rows") or size != entry.get("bytes"):
+        return (f"{path}: holds {rows} rows ({size} bytes) but the stage wrote {entry.get('rows')} rows "
+                f"({entry.get('bytes')} bytes) as recorded in {manifest}; the file was cut or replaced after it "
+                f"was written: re-run the stage that writes it")
+    if digest != entry.get("sha256"):
+        return (f"{path}: its content hash differs from the one recorded in {manifest} (same {rows} rows); "
+                f"the file was changed after it was written: re-run the stage that writes it")
+    return None
+
+
+class _ManifestCheck:
+    """Rows and hash of a file as a reader goes through it, compared with its manifest record at the end."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        found = manifest_entry(path)
+        self.manifest, self.entry = found if found is not None else (None, None)
+        self.hash = hashlib.sha256() if self.entry is not None else None
+        self.rows = self.size = 0
+
+    def line(self, raw: bytes) -> None:
+        if self.hash is not None:
+            self.hash.update(raw)
+            self.size += len(raw)
+            self.rows += raw.endswith(b"\n")
+
+    def done(self) -> None:
+        if self.hash is not None and self.manifest is not None and self.entry is not None:
+            problem = _mismatch(self.path, self.manifest, self.entry, self.rows, self.size, self.hash.hexdigest())
+            if problem:
+                raise ValueError(problem)
+
+
+def verify_output(path: str | Path) -> Path:
+    """`path`, after checking it against its folder's stage manifest (for files read by other libraries)."""
+    path = Path(path)
+    found = manifest_entry(path)
+    if found is not None:
+        rec = file_record(path)
+        problem = _mismatch(path, found[0], found[1], rec["rows"], rec["bytes"], rec["sha256"])
+        if problem:
+            raise ValueError(problem)
+    return path
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def clean_stale(folder: str | Path, name: str | None = None) -> list[str]:
+    """Remove temporaries of `atomic_path`/`stage_outputs` left in `folder` by killed processes (their pid is
+    gone); only those for `name` when given. Returns the names removed."""
+    removed = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for entry in entries:
+        m = _TEMP.match(entry.name)
+        if m is None or (name is not None and m.group("name") != name) or _alive(int(m.group("pid"))):
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, ignore_errors=True)
+        else:
+            Path(entry.path).unlink(missing_ok=True)
+        removed.append(entry.name)
+    return sorted(removed)
+
+
+_RENAME_EXCHANGE = 2
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two folders in one step (Linux renameat2 RENAME_EXCHANGE); False where unsupported."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        fn = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    at_fdcwd = -100
+    return fn(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), _RENAME_EXCHANGE) == 0
+
+
+def record_outputs(folder: str | Path, names: Iterable[str]) -> None:
+    """Record in `folder`'s manifest the files `names` a stage wrote in place (a stage whose call log is appended
+    as it goes, so that a killed run resumes, cannot write into a fresh folder); records of other files are kept.
+    Call `forget_outputs` first, when the stage starts: while it runs, its files are not what a manifest says."""
+    folder = Path(folder)
+    try:
+        files = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        files = {}
+    files = files if isinstance(files, dict) else {}
+    files.update({n: file_record(folder / n) for n in names if (folder / n).is_file()})
+    write_json(folder / MANIFEST, {"files": dict(sorted(files.items()))})
+
+
+def forget_outputs(folder: str | Path) -> None:
+    """Remove `folder`'s manifest (a stage that writes in place is starting; see `record_outputs`)."""
+    (Path(folder) / MANIFEST).unlink(missing_ok=True)
+
+
+@contextmanager
+def stage_outputs(out_dir: str | Path) -> Iterator[Path]:
+    """A fresh folder to write a stage's outputs into; when the block ends without an error its manifest is
+    written and it replaces `out_dir` in one step (entries of `out_dir` the stage did not write are carried
+    over). Temporaries of killed earlier runs are removed first; on an error `out_dir` is left as it was."""
+    out = Path(out_dir)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    clean_stale(out.parent, out.name)
+    if out.is_dir():
+        clean_stale(out)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.{os.getpid()}.", suffix=".staging", dir=out.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    staging.chmod(0o777 & ~umask)  # as a folder made with mkdir (mkdtemp makes it private)
+    try:
+        yield staging
+        written = sorted(p.name for p in staging.iterdir() if p.is_file() and p.name != MANIFEST)
+        write_json(staging / MANIFEST, {"files": {n: file_record(staging / n) for n in written}})
+        if out.is_dir():
+            for entry in sorted(out.iterdir()):
+                if entry.name not in written and entry.name != MANIFEST and not (staging / entry.name).exists():
+                    os.replace(entry, staging / entry.name)
+            if not _exchange(staging, out):
+                old = Path(tempfile.mkdtemp(prefix=f".{out.name}.{os.getpid()}.", suffix=".old", dir=out.parent))
+                os.replace(out, old / "x")
+                os.replace(staging, out)
+                shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(staging, out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)  # after an exchange it holds the previous outputs

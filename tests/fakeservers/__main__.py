@@ -41,7 +41,9 @@ def main() -> None:
         sys.stdin.read()
     except ValueError:
         pass
-    totals = {"model_calls": server.model_calls, "routes": dict(server.route_calls)}
+    totals = {"model_calls": server.model_calls, "routes": dict(server.route_calls), "max_inflight": server.max_inflight,
+              "busy_s": round(server.busy_s, 3),
+              "span_s": round((server.last_leave or 0) - (server.first_call or 0), 3) if server.first_call else 0.0}
     for child in children:
         assert child.stdin is not None and child.stdout is not None
         child.stdin.close()

@@ -115,6 +115,10 @@ class FakeLLMServer:
         self.model_calls = 0
         self.inflight = 0
         self.max_inflight = 0
+        self.busy_s = 0.0  # time with at least one model call in flight (bench_judge_stage: idle share of a run)
+        self._busy_since: float | None = None
+        self.first_call: float | None = None
+        self.last_leave: float | None = None
         self.route_calls: dict[str, int] = {}
         self.requests: list[dict[str, Any]] = []
         self.prompt_counts: dict[str, int] = {}
@@ -192,12 +196,21 @@ class FakeLLMServer:
     def enter(self) -> None:
         """A synchronous model call started (tracks how many the client keeps in flight)."""
         with self.lock:
+            now = time.monotonic()
+            if self.inflight == 0:
+                self._busy_since = now
+            self.first_call = now if self.first_call is None else self.first_call
             self.inflight += 1
             self.max_inflight = max(self.max_inflight, self.inflight)
 
     def leave(self) -> None:
         with self.lock:
             self.inflight -= 1
+            now = time.monotonic()
+            self.last_leave = now
+            if self.inflight == 0 and self._busy_since is not None:
+                self.busy_s += now - self._busy_since
+                self._busy_since = None
 
     def take_fault(self) -> Fault | None:
         with self.lock:

@@ -33,7 +33,12 @@ class Variant:
     names: str  # the file the exclusion or note must name, relative to the corpus folder
     kind: str = "excluded"
     """excluded: the item is an exclusion naming the file; noted: kept, with a note or outcome reason naming the
-    file; shown: kept, and the odd record is a visible system event whose source is the file."""
+    file; shown: kept, and the odd record is a visible system event whose source is the file; kept: read as if
+    the oddity were absent (a byte-order mark, a cut at a line boundary), with no exclusion."""
+    family: str = ""
+    """What is spoiled, for the fuzz table (default: the corpus and the first word of the name)."""
+    outcome: str | None = None
+    """For a kept item: the official outcome it must have (a duplicated key must never flip it)."""
 
 
 VARIANTS: list[Variant] = []
@@ -247,29 +252,273 @@ def _traj(steps: object = None) -> str:
 def _swe(root: Path, outside: Path) -> None:
     ids = ["ok-1", "traj-not-json", "traj-nested-deep", "traj-steps-not-list", "traj-step-not-object", "traj-link-outside",
            "traj-empty", "traj-not-utf8"]
+    extra = ["report-duplicate-key", "report-bom"]  # after the bad rows (whose line numbers the variants name)
     rows = [json.dumps(_instance(i)) for i in ids]
     rows.append("[1, 2]")  # line 10: an instance that is not an object
     rows.append(json.dumps({**_instance("bad-tests"), "FAIL_TO_PASS": "not json ["}))
+    rows += [json.dumps(_instance(i)) for i in extra]
     _w(root / "instances.jsonl", "\n".join(rows) + "\n")
     VARIANTS.append(Variant("swe", "instance-not-object", "instances.jsonl:9", "instances.jsonl"))
     VARIANTS.append(Variant("swe", "instance-bad-tests", "instances.jsonl:10", "instances.jsonl"))
     rel = lambda p: p.relative_to(root).as_posix()  # noqa: E731
     body = {"ok-1": _traj(), "traj-not-json": "{not json", "traj-nested-deep": '{"trajectory": ' + _deep() + "}",
             "traj-steps-not-list": _traj(5), "traj-step-not-object": _traj(["x", 5]), "traj-empty": "",
-            "traj-not-utf8": b'{"trajectory": "\xff"}'}
-    for iid in ids:
+            "traj-not-utf8": b'{"trajectory": "\xff"}', "report-duplicate-key": _traj(), "report-bom": _traj()}
+    for iid in ids + extra:
         path = root / "trajectories" / "run" / iid / f"{iid}.traj"
         if iid == "traj-link-outside":
             path.parent.mkdir(parents=True, exist_ok=True)
             os.symlink(outside / "secret.txt", path)
         else:
             _w(path, body[iid])
-        if iid != "ok-1":
+        if iid.startswith("report-"):  # its own log (identical logs are de-duplicated)
+            _w(path, _traj([{"thought": iid, "action": "ls", "observation": "x.py", "response": "ls"}]))
+        elif iid != "ok-1":
             VARIANTS.append(Variant("swe", iid, rel(path), rel(path), "shown" if iid == "traj-step-not-object" else "excluded"))
     _w(root / "reports" / "ok-1" / "report.json", json.dumps({"ok-1": {"resolved": True}}))
     _w(root / "reports" / "traj-not-json" / "report.json", _deep())
     VARIANTS.append(Variant("swe", "report-nested-deep", "reports/traj-not-json/report.json",
                             "reports/traj-not-json/report.json", "noted"))
+    # a duplicated key in an evaluation report (resolved false, then true): never read last-wins
+    _w(root / "reports" / "report-duplicate-key" / "report.json",
+       '{"report-duplicate-key": {"resolved": false, "resolved": true}}')
+    VARIANTS.append(Variant("swe", "report-duplicate-key", "trajectories/run/report-duplicate-key/report-duplicate-key.traj",
+                            "reports/report-duplicate-key/report.json", "noted", family="swe duplicate key", outcome="other"))
+    _w(root / "reports" / "report-bom" / "report.json", BOM + json.dumps({"report-bom": {"resolved": True}}).encode())
+    VARIANTS.append(Variant("swe", "report-bom", "trajectories/run/report-bom/report-bom.traj",
+                            "reports/report-bom/report.json", "kept", family="swe report BOM", outcome="PASS"))
+
+
+# --- the kinds of issue 25: a matrix of spoilt files, ids, permissions, loops ----------------------------
+
+BOM = b"\xef\xbb\xbf"
+
+
+def _mutations(valid: bytes) -> dict[str, bytes]:
+    """One spoilt copy of a valid JSON document per kind."""
+    return {"bom": BOM + valid, "truncated": valid[: len(valid) // 2], "empty": b"", "nul": valid[:5] + b"\x00\x00" + valid[5:],
+            "not-utf8": valid[:-1] + b"\xff}", "string": b'"hello"', "number": b"5", "deep": _deep().encode(),
+            "list": b"[]", "whitespace": b"  \n\t\n"}
+
+
+def _harbor_matrix(root: Path) -> None:
+    """Every trusted Harbor JSON file (result.json, config.json, verifier/ctrf.json) spoilt every way, and a
+    duplicated key in each (which would decide the outcome or the tests: the trial is excluded)."""
+    rel = lambda p: p.relative_to(root).as_posix()  # noqa: E731
+    for file in ("result.json", "config.json", "verifier/ctrf.json"):
+        stem = file.split("/")[-1].split(".")[0]
+        for kind, spoil in _mutations(b"{}").items():
+            name = f"m-{stem}-{kind}"
+            folder = _trial(root, name)
+            valid = (folder / file).read_bytes()
+            (folder / file).write_bytes(_mutations(valid)[kind])
+            expect = "kept" if kind == "bom" else "noted"
+            outcome = "PASS" if kind == "bom" or file != "result.json" else None
+            if file == "config.json" and kind not in ("bom",):
+                # config.json is only read for names the result.json repeats: noted, outcome unchanged
+                outcome = "PASS"
+            VARIANTS.append(Variant("harbor", name, rel(folder), f"{rel(folder)}/{file}", expect,
+                                    family=f"harbor {file} {'BOM' if kind == 'bom' else 'spoilt'}", outcome=outcome))
+        name = f"m-{stem}-duplicate-key"
+        folder = _trial(root, name)
+        text = (folder / file).read_text()
+        if file == "result.json":  # FAIL first, PASS last: last-wins would flip the outcome
+            text = text[:-1] + ', "verifier_result": {"rewards": {"reward": 1.0}}}'
+            text = text.replace('"verifier_result": {"rewards": {"reward": 1.0}}, "exception_info"',
+                                '"verifier_result": {"rewards": {"reward": 0.0}}, "exception_info"')
+        elif file == "config.json":
+            text = text[:-1] + ', "agent": {"name": "other", "model_name": "other"}}'
+        else:
+            text = text[:-1] + ', "results": {"tests": [{"name": "test_outputs.py::test_exists", "status": "failed"}]}}'
+        (folder / file).write_text(text)
+        VARIANTS.append(Variant("harbor", name, rel(folder), f"{rel(folder)}/{file}", family="harbor duplicate key"))
+    lines = _stream().splitlines()
+    for name, log, kind in (("m-log-bom", BOM + _stream("m-log-bom").encode(), "kept"),
+                            ("m-log-line-boundary-cut", ("\n".join(_stream("cut").splitlines()[:3]) + "\n").encode(), "kept"),
+                            ("m-log-whitespace", b"\n  \n\t\n", "excluded"),
+                            ("m-log-crlf", _stream("m-log-crlf").replace("\n", "\r\n").encode(), "kept"),
+                            ("m-log-lone-surrogate", (lines[0] + "\n" + json.dumps({"type": "assistant", "message": {
+                                "content": [{"type": "text", "text": "bad \\ud800 half"}]}}).replace("\\\\ud800", "\\ud800")
+                                + "\n").encode(), "noted")):
+        folder = _trial(root, name, log=log)
+        VARIANTS.append(Variant("harbor", name, rel(folder), f"{rel(folder)}/agent/claude-code.txt", kind,
+                                family="harbor agent log", outcome="PASS" if kind == "kept" else None))
+    # ids: in files (trial_name) and in folder names (task, trial, job); the file or folder is named
+    for name, trial_name in (("m-id-trial-name-list", ["a", "b"]), ("m-id-trial-name-traversal", "../../x"),
+                             ("m-id-trial-name-number", 5), ("m-id-trial-name-shell", "x;rm -rf ~;$(id)"),
+                             ("m-id-trial-name-slash", "a/b")):
+        folder = _trial(root, name)
+        for file in ("config.json", "result.json"):
+            doc = json.loads((folder / file).read_text())
+            doc["trial_name"] = trial_name
+            if "config" in doc:
+                doc["config"]["trial_name"] = trial_name
+            (folder / file).write_text(json.dumps(doc))
+        VARIANTS.append(Variant("harbor", name, rel(folder), f"{rel(folder)}/config.json", family="harbor ids"))
+    evil = "evil;rm -rf ~;$(id)"
+    f = _task(root, evil)
+    VARIANTS.append(Variant("harbor", "m-id-task-folder-shell", rel(f), rel(f), family="harbor ids"))
+    for name, job in (("m-id-job-space", "job with space"), ("m-id-job-not-utf8", os.fsdecode(b"j\xff\xfe"))):
+        folder = root / "jobs" / job / "t-ok__x1"
+        _w(folder / "config.json", json.dumps({"task": {"path": "/x/tasks/t-ok"}, "trial_name": "t-ok__x1"}))
+        _w(folder / "result.json", json.dumps({"task_name": "t-ok", "verifier_result": {"rewards": {"reward": 1.0}}}))
+        _w(folder / "agent" / "claude-code.txt", _stream(name))
+        VARIANTS.append(Variant("harbor", name, os.fsencode(rel(folder)).decode("utf-8", "backslashreplace"),
+                                os.fsencode(rel(folder)).decode("utf-8", "backslashreplace"), family="harbor ids"))
+    folder = root / "jobs" / os.fsdecode(b"group-\xff") / "j2" / "t-ok__nested"
+    _w(folder / "config.json", json.dumps({"task": {"path": "/x/tasks/t-ok"}, "trial_name": "t-ok__nested"}))
+    _w(folder / "result.json", json.dumps({"task_name": "t-ok", "verifier_result": {"rewards": {"reward": 1.0}}}))
+    _w(folder / "agent" / "claude-code.txt", _stream("nested"))
+    shown = os.fsencode(rel(folder)).decode("utf-8", "backslashreplace")
+    VARIANTS.append(Variant("harbor", "m-id-group-folder-not-utf8", shown, shown, family="harbor ids"))
+    folder = _trial(root, os.fsdecode(b"sales-csv-summary__\xff\xfe"))
+    shown = os.fsencode(rel(folder)).decode("utf-8", "backslashreplace")
+    VARIANTS.append(Variant("harbor", "m-id-trial-folder-not-utf8", shown, shown, family="harbor ids"))
+    f = _task(root, os.fsdecode(b"t-\xff"))
+    shown = os.fsencode(rel(f)).decode("utf-8", "backslashreplace")
+    VARIANTS.append(Variant("harbor", "m-id-task-folder-not-utf8", shown, shown, family="harbor ids"))
+    # task files
+    def task(task_id: str, file: str, kind: str = "excluded", **kw) -> Path:
+        folder = _task(root, task_id, **kw)
+        VARIANTS.append(Variant("harbor", task_id, rel(folder), f"{rel(folder)}/{file}", kind, family="harbor task files"))
+        return folder
+
+    task("t-m-instruction-nul", "instruction.md", instruction=b"Write \x00\x00 out.txt.\n")
+    task("t-m-instruction-empty", "instruction.md", instruction="")
+    task("t-m-instruction-whitespace", "instruction.md", instruction=" \n\t\n")
+    task("t-m-instruction-bom", "instruction.md", kind="kept", instruction=BOM + b"Write out.txt.\n")
+    task("t-m-instruction-crlf", "instruction.md", kind="kept", instruction="Write\r\nout.txt.\r\n")
+    task("t-m-toml-bom", "task.toml", kind="kept", toml='\ufeffversion = "1.0"\n')
+    task("t-m-toml-duplicate-key", "task.toml", toml='version = "1.0"\nversion = "2.0"\n')
+    task("t-m-toml-nul", "task.toml", toml='version = "1\x00"\n')
+    task("t-m-test-bom", "tests/test_outputs.py", kind="kept", test_file=BOM + TEST_FILE.encode())
+    task("t-m-test-nul", "tests/test_outputs.py", test_file=b"def test_x():\n    pass\n\x00\n")
+    # a folder link leading back up: a loop, reported once and not followed
+    loop = root / "jobs" / "j" / "zz-loop"
+    os.symlink("..", loop)
+    VARIANTS.append(Variant("harbor", "m-link-loop", rel(loop), rel(loop), family="harbor link loop"))
+
+
+def _tb1_matrix(root: Path, outside: Path, agent_log: bytes | None) -> None:
+    """Per-trial and run-level results.json spoilt every way, agent logs cut or with NUL bytes, bad ids."""
+    rel = lambda p: p.relative_to(root).as_posix()  # noqa: E731
+    valid = json.dumps({"task_id": "hello", "trial_name": "x", "instruction": "Do hello: write out.txt.", "is_resolved": True,
+                        "parser_results": {"test_out": "passed"}, "failure_mode": "unset"}).encode()
+    k = 20
+    for kind, data in _mutations(valid).items():
+        folder = _tb1_trial(root, "hello", k, results=data)
+        VARIANTS.append(Variant("tb1", f"tb1-m-results-{kind}", rel(folder), f"{rel(folder)}/results.json",
+                                "kept" if kind == "bom" else "noted", family=f"tb1 results.json {'BOM' if kind == 'bom' else 'spoilt'}",
+                                outcome="PASS" if kind == "bom" else None))
+        k += 1
+    dup = valid[:-1] + b', "is_resolved": false}'
+    folder = _tb1_trial(root, "hello", k, results=dup)
+    VARIANTS.append(Variant("tb1", "tb1-m-results-duplicate-key", rel(folder), f"{rel(folder)}/results.json", family="tb1 duplicate key"))
+    k += 1
+    for name, pr in (("tb1-m-parser-results-list", []), ("tb1-m-parser-results-string", "passed")):
+        doc = json.loads(valid)
+        doc["parser_results"] = pr
+        folder = _tb1_trial(root, "hello", k, results=json.dumps(doc))
+        VARIANTS.append(Variant("tb1", name, rel(folder), f"{rel(folder)}/results.json", "noted", family="tb1 results fields"))
+        k += 1
+    if agent_log is not None:
+        for name, data, kind in (("tb1-m-agent-log-cut", agent_log[: len(agent_log) // 2], "noted"),
+                                 ("tb1-m-agent-log-nul", agent_log.replace(b"clear", b"cl\x00\x00ear"), "noted"),
+                                 ("tb1-m-agent-log-not-utf8", agent_log.replace(b"clear", b"cl\xff\xfeear"), "noted")):
+            folder = _tb1_trial(root, "hello", k)
+            _w(folder / "sessions" / "agent.log", data)
+            VARIANTS.append(Variant("tb1", name, rel(folder), f"{rel(folder)}/sessions/agent.log", kind, family="tb1 agent log"))
+            k += 1
+    # run-level results.json: each in a run of its own; every trial is kept, the file is noted
+    for kind, data in {**{k2: v for k2, v in _mutations(b'{"results": []}').items() if k2 not in ("bom",)},
+                       "dict": b'{"n": 1}', "results-dict": b'{"results": {}}',
+                       "duplicate-key": b'{"results": [], "results": []}'}.items():
+        run = root / "runs" / f"20250102_agent_model-{kind}"
+        folder = run / "hello" / "hello.1-of-1"
+        _w(folder / "results.json", valid)
+        _w(folder / "panes" / "post-agent.txt", PANE.replace("hi", f"hi {kind}"))
+        _w(run / "results.json", data)
+        _w(run / "run_metadata.json", json.dumps({"agent_name": "agent", "model_name": f"model-{kind}"}))
+        VARIANTS.append(Variant("tb1", f"tb1-m-run-results-{kind}", rel(folder), f"{rel(run)}/results.json", "noted",
+                                family="tb1 run-level results.json"))
+    # ids: a task folder and a trial folder name that are not ids
+    evil = "evil;rm -rf ~;$(id)"
+    run = root / "runs" / "20250101_agent_model-x"
+    folder = run / evil / f"{evil}.1-of-1"
+    _w(folder / "results.json", json.dumps({"task_id": evil, "instruction": "Do evil.", "is_resolved": True, "parser_results": {}}))
+    _w(folder / "panes" / "post-agent.txt", PANE.replace("hi", "hi evil"))
+    VARIANTS.append(Variant("tb1", "tb1-m-id-task-shell", rel(folder), rel(folder), family="tb1 ids"))
+    folder = run / "hello" / os.fsdecode(b"hello.1-of-9.\xff")
+    _w(folder / "results.json", valid)
+    _w(folder / "panes" / "post-agent.txt", PANE.replace("hi", "hi bytes"))
+    shown = os.fsencode(rel(folder)).decode("utf-8", "backslashreplace")
+    VARIANTS.append(Variant("tb1", "tb1-m-id-trial-not-utf8", shown, shown, family="tb1 ids"))
+    batch_run = root / "runs" / "20250103_agent_model-b"
+    folder = batch_run / os.fsdecode(b"batch-\xff") / "hello" / "hello.1-of-1.b"
+    _w(folder / "results.json", valid)
+    _w(folder / "panes" / "post-agent.txt", PANE.replace("hi", "hi batch"))
+    shown = os.fsencode(rel(folder)).decode("utf-8", "backslashreplace")
+    VARIANTS.append(Variant("tb1", "tb1-m-id-batch-not-utf8", shown, shown, family="tb1 ids"))
+    loop = run / "zz-loop"
+    os.symlink("..", loop)
+    VARIANTS.append(Variant("tb1", "tb1-m-link-loop", rel(loop), rel(loop), family="tb1 link loop"))
+
+
+PERMISSION_CONFIGS = {
+    "perm-harbor": {"name": "perm-harbor", "benchmark": "skillsbench", "root": "perm-harbor", "tasks_dir": "tasks",
+                    "trials_dirs": ["jobs"]},
+    "perm-tb1": {"name": "perm-tb1", "format": "terminal-bench-1", "root": "perm-tb1", "trials_dirs": ["runs"]},
+}
+"""Corpora whose variants are unreadable files and folders (mode 000): they are read as a user that is not root."""
+
+
+def make_permission_corpora(dest: str | Path) -> list[Variant]:
+    """Unreadable trial, job and task folders and files; returns their variants (modes set last)."""
+    dest = Path(dest)
+    made: list[Variant] = []
+    h = dest / "perm-harbor"
+    _task(h, "t-ok")
+    _trial(h, "good")
+    _task(h, "t-unreadable-task")
+    locked: list[Path] = [h / "tasks" / "t-unreadable-task"]
+    made.append(Variant("perm-harbor", "perm-task-folder", "tasks/t-unreadable-task", "tasks/t-unreadable-task",
+                        family="permissions (harbor)"))
+    f = _task(h, "t-unreadable-instruction")
+    locked.append(f / "instruction.md")
+    made.append(Variant("perm-harbor", "perm-instruction", "tasks/t-unreadable-instruction",
+                        "tasks/t-unreadable-instruction/instruction.md", family="permissions (harbor)"))
+    for name, target in (("perm-trial-folder", ""), ("perm-agent-log", "agent/claude-code.txt"),
+                         ("perm-agent-folder", "agent")):
+        f = _trial(h, name)
+        locked.append(f / target if target else f)
+        rel = f.relative_to(h).as_posix()
+        made.append(Variant("perm-harbor", name, rel, rel, family="permissions (harbor)"))
+    for name, target in (("perm-result", "result.json"), ("perm-ctrf", "verifier/ctrf.json")):
+        f = _trial(h, name)
+        locked.append(f / target)
+        rel = f.relative_to(h).as_posix()
+        made.append(Variant("perm-harbor", name, rel, f"{rel}/{target}", "noted", family="permissions (harbor)"))
+    job = h / "jobs" / "locked-job"
+    _w(job / "t-ok__inside" / "result.json", "{}")
+    locked.append(job)
+    made.append(Variant("perm-harbor", "perm-job-folder", "jobs/locked-job", "jobs/locked-job", family="permissions (harbor)"))
+    t = dest / "perm-tb1"
+    _tb1_trial(t, "hello", 1)
+    run = "runs/20250101_agent_model-x"
+    _tb1_trial(t, "locked-task", 1)
+    locked.append(t / run / "locked-task")
+    made.append(Variant("perm-tb1", "perm-tb1-task-folder", f"{run}/locked-task", f"{run}/locked-task",
+                        family="permissions (tb1)"))
+    for k, (name, target, kind) in enumerate((("perm-tb1-trial-folder", "", "excluded"),
+                                              ("perm-tb1-pane", "panes/post-agent.txt", "excluded"),
+                                              ("perm-tb1-results", "results.json", "noted")), start=2):
+        f = _tb1_trial(t, "hello", k)
+        locked.append(f / target if target else f)
+        rel = f.relative_to(t).as_posix()
+        made.append(Variant("perm-tb1", name, rel, f"{rel}/{target}" if target else rel, kind, family="permissions (tb1)"))
+    for p in sorted(locked, key=lambda p: -len(p.parts)):  # deepest first: a locked folder hides what is below
+        p.chmod(0)
+    return made
 
 
 CONFIGS = {  # paths other than `root` resolve against `root` (gcpc.corpus.ingest.corpus_root_of)
@@ -296,6 +545,10 @@ def make_corpora(dest: str | Path) -> list[Variant]:
     _harbor(dest / "harbor", outside)
     _tb1(dest / "tb1", outside)
     _swe(dest / "swe", outside)
+    _harbor_matrix(dest / "harbor")
+    log = Path(__file__).resolve().parents[1] / "fixtures" / "terminal_bench_1" / "runs" / "20250101_swe-agent-mini_model-x" / \
+        "batch-1" / "hello-world" / "hello-world.1-of-1.batch-1" / "sessions" / "agent.log"
+    _tb1_matrix(dest / "tb1", outside, log.read_bytes() if log.is_file() else None)
     return list(VARIANTS)
 
 

@@ -19,7 +19,7 @@ import pandas as pd
 
 from gcpc.corpus.meta import FILE_NAME as META_FILE
 from gcpc.corpus.meta import META_KEYS, read_trajectory_meta_table
-from gcpc.io import iter_jsonl
+from gcpc.io import iter_jsonl, verify_output
 
 from gcpc.paths import ANALYZE, CONTROLS, FIGURES, FINALIZE, INGEST, REJUDGE  # noqa: F401 (re-exported to the RQ modules)
 from gcpc.paths import METRICS as METRICS_DIR
@@ -132,17 +132,36 @@ def outcome_free_values(frame: pd.DataFrame, score: str, zero_evidence_score: fl
     """
     vals = frame[score].astype(float)
     # a table without the flag (older or hand-made): an undefined score is what zero evidence leaves
-    ze = frame["zero_evidence"].fillna(False).astype(bool) if "zero_evidence" in frame else vals.isna()
+    ze = zero_evidence_mask(frame) if "zero_evidence" in frame else vals.isna()
     if zero_evidence_score is None:
         return vals.where(~ze)
     return vals.where(~(vals.isna() & ze), float(zero_evidence_score))
+
+
+def zero_evidence_mask(frame: pd.DataFrame) -> pd.Series:
+    """Which rows are zero-evidence, as every analysis and figure reads it (False without the column).
+
+    The one rule is `gcpc.scoring.metrics.zero_evidence_reason` (every item Abstain; for arms that
+    cannot abstain, Holistic and TICK, an action-free log), applied once by finalize, which records
+    it in the `zero_evidence` column. Nothing downstream decides again (e.g. from item labels, which
+    would miss TICK's action-free logs), so RQ1, RQ3, RQ4 / Table 3, RQ5 and the figures exclude the
+    same rows."""
+    if "zero_evidence" not in frame:
+        return pd.Series(False, index=frame.index, dtype=bool)
+    return frame["zero_evidence"].fillna(False).astype(bool)
+
+
+def zero_evidence_ids(metrics: pd.DataFrame, arm: str) -> frozenset[str]:
+    """Trajectory ids of one arm (every variant row of it) that `zero_evidence_mask` marks."""
+    rows = metrics[(metrics["arm"].astype(str) == str(arm)).to_numpy() & zero_evidence_mask(metrics).to_numpy()]
+    return frozenset(rows["trajectory_id"].astype(str).tolist())
 
 
 def zero_evidence_list(metrics: pd.DataFrame) -> list[dict[str, str]]:
     """Every (trajectory, arm) marked zero-evidence, with its reason, for the exclusion lists of each analysis."""
     if "zero_evidence" not in metrics or not len(metrics):
         return []
-    ze = metrics[metrics["zero_evidence"].fillna(False).astype(bool)]
+    ze = metrics[zero_evidence_mask(metrics)]
     reason_col = ze["zero_evidence_reason"] if "zero_evidence_reason" in ze else pd.Series("zero evidence", index=ze.index)
     return [{"trajectory_id": str(t), "arm": str(a), "reason": str(r)}
             for t, a, r in sorted(zip(ze["trajectory_id"], ze["arm"], reason_col.fillna("zero evidence"), strict=True))]
@@ -152,7 +171,7 @@ def zero_evidence_counts(metrics: pd.DataFrame) -> dict[str, int]:
     """Zero-evidence (trajectory, arm) rows per arm, for the count every table states."""
     if "zero_evidence" not in metrics or not len(metrics):
         return {}
-    ze = metrics["zero_evidence"].fillna(False).astype(bool)
+    ze = zero_evidence_mask(metrics)
     return {str(a): int(n) for a, n in sorted(ze.groupby(metrics["arm"].astype(str)).sum().items())}
 
 
@@ -236,6 +255,7 @@ def read_trajectory_meta(path: Path = TRAJECTORIES) -> pd.DataFrame:
     The events are most of every line (gigabytes at the paper's scale) and none is needed here, so a
     line is parsed as its two parts around them (`_meta_record`) instead of whole."""
     rows = []
+    verify_output(path)  # against the ingest's stage manifest: a file cut at a line boundary is refused
     with Path(path).open("rb") as fh:  # bytes: the events are never even decoded
         for lineno, line in enumerate(fh, 1):
             if not line.endswith(b"\n"):

@@ -38,7 +38,7 @@ from gcpc.analysis.rejudge import HOLISTIC_MAX, load_arm_inputs
 from gcpc.corpus.models import Event, EventKind, Trajectory
 from gcpc.io import read_models, write_json, write_jsonl
 from gcpc.judging.models import Judgment
-from gcpc.scoring.metrics import score_trajectory
+from gcpc.scoring.metrics import score_trajectory, zero_evidence_reason
 
 EVIDENCE = {EventKind.TOOL_OUTPUT, EventKind.FILE_CONTENT}
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w])")
@@ -125,13 +125,19 @@ def evidence_replacements(judgments: list[Judgment], trajectories: dict[str, Tra
     todo, skipped = [], []
     items = [(j, lab) for j in sorted(judgments, key=lambda j: j.trajectory_id) if j.status == "ok"
              for lab in j.labels if lab.label == "Yes"]
+    def record(j: Judgment, lab: Any) -> dict[str, Any]:
+        return {"trajectory_id": j.trajectory_id, "task_id": j.task_id, "arm": j.arm, "item_id": lab.item_id,
+                "route": lab.route, "label_before": lab.label}
+
     if max_items is not None and len(items) > max_items:
         rng = random.Random(seed)
         keep = set(rng.sample(range(len(items)), int(max_items)))
+        # items left out by the cap are listed like any other skipped item, never dropped silently
+        skipped += [record(j, lab) | {"skipped": f"not sampled (max_items={max_items}, seed={seed})"}
+                    for i, (j, lab) in enumerate(items) if i not in keep]
         items = [x for i, x in enumerate(items) if i in keep]
     for j, lab in items:
-        base = {"trajectory_id": j.trajectory_id, "task_id": j.task_id, "arm": j.arm, "item_id": lab.item_id,
-                "route": lab.route, "label_before": lab.label}
+        base = record(j, lab)
         traj = trajectories.get(j.trajectory_id)
         quotes = [ev.quote for ev in lab.evidence if ev.quote.strip()]
         if traj is None:
@@ -237,11 +243,13 @@ def controls(params: dict[str, Any], ingest_dir: Path, synth_dir: Path, judge_ro
                 rec = {"arm": arm_name, "trajectory_id": j.trajectory_id, "task_id": j.task_id, "status": j.status,
                        "n_events": len(idle_by[j.trajectory_id].events), "gcpc_plain": None, "gcpc_outcome": None,
                        "zero_evidence": None, "n_yes": None}
+                # the one zero-evidence rule (as finalize): an idle log is zero-evidence for Holistic / TICK by construction
+                ze = j.status == "ok" and zero_evidence_reason(j.kind, j.labels, idle_by[j.trajectory_id].events) is not None
                 if j.status == "ok" and j.score is not None and not j.labels:
-                    rec.update(gcpc_plain=float(j.score) / HOLISTIC_MAX, zero_evidence=False, n_yes=None)
+                    rec.update(gcpc_plain=float(j.score) / HOLISTIC_MAX, zero_evidence=ze, n_yes=None)
                 elif j.status == "ok":
                     s = score_trajectory(j.labels, IDLE_OUTCOME, pass_propagation=prop, endpoint=endpoint)
-                    rec.update(gcpc_plain=s.gcpc_plain, gcpc_outcome=s.gcpc_outcome, zero_evidence=s.zero_evidence, n_yes=s.n_yes)
+                    rec.update(gcpc_plain=s.gcpc_plain, gcpc_outcome=s.gcpc_outcome, zero_evidence=ze, n_yes=s.n_yes)
                 arm_idle.append(rec)
             idle_records += arm_idle
             ok = [r for r in arm_idle if r["status"] == "ok"]

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from gcpc.analysis.common import fmt, fmt_ci, fmt_share, jsonable, latex_table, markdown_table, resolve_analysis
+from gcpc.analysis.common import fmt, fmt_ci, fmt_share, jsonable, latex_table, markdown_table, resolve_analysis, zero_evidence_mask
 from gcpc.analysis.stats import cluster_codes, resample_counts
 
 POOLED = "all"
@@ -145,7 +145,7 @@ def item_validity(labels: pd.DataFrame, metrics: pd.DataFrame, cfg: dict[str, An
     # the paper's rule (§4), as in every analysis: a zero-evidence (trajectory, arm) is left out by default
     is_ze = np.zeros(len(items), bool)
     if {"zero_evidence", "arm"} <= set(metrics.columns):
-        ze_rows = metrics.loc[metrics["zero_evidence"].fillna(False).astype(bool).to_numpy(), ["trajectory_id", "arm"]]
+        ze_rows = metrics.loc[zero_evidence_mask(metrics).to_numpy(), ["trajectory_id", "arm"]]
         if len(ze_rows):
             # (trajectory, arm) membership by a left join on the string keys: no Python tuple per row
             keys = pd.DataFrame({"trajectory_id": items["trajectory_id"].astype(str).to_numpy(),
@@ -270,6 +270,14 @@ def validity_latex(result: dict[str, Any]) -> str:
     return latex_table(HEADER, _rows(result), "llrrrcrcllll")
 
 
+def _all_abstain(routes: dict[str, Any]) -> str:
+    """The Abstain share over every item the arm labelled, all routes, zero-evidence logs included: the counterpart
+    of the paper's log-only figure (42.1 % Abstain on SWE-bench Verified, §4.6)."""
+    n = routes["n_items"]
+    n_abstain = sum(routes[r]["labels"]["Abstain"] for r in ("assertion", "generated", "judge"))
+    return f"Abstain over all {n} labelled items {fmt_share(n_abstain / n if n else None)} ({n_abstain})"
+
+
 def report_lines(result: dict[str, Any]) -> list[str]:
     """Headline sentences for figures/report.md: one per benchmark scope and arm."""
     out = []
@@ -282,7 +290,7 @@ def report_lines(result: dict[str, Any]) -> list[str]:
             out.append(f"- `{scope}` / `{arm}`: agreement {fmt(a['estimate'])} {fmt_ci(a['ci_low'], a['ci_high'])} on "
                        f"{e['n_decided']} decided items, κ {fmt(k['estimate'])}, Abstain {fmt_share(e['abstain_share']['estimate'])}; "
                        f"where tests passed {fmt(e['agreement_tests_passed']['estimate'])}, where they failed "
-                       f"{fmt(e['agreement_tests_failed']['estimate'])}.")
+                       f"{fmt(e['agreement_tests_failed']['estimate'])}; {_all_abstain(e['routes'])}.")
     return out or ["- No arm labels assertion-route items with per-test results."]
 
 

@@ -1,12 +1,14 @@
 """`python -m gcpc.analysis.rejudge`: repeated judging and the judge swap (inputs of RQ3's noise floor and RQ5).
 
-* **Directed sample.** Both run on `analysis.rejudge.sample` (size and selection rule, paper §4.5:
+* **Directed sample.** Both run on `analysis.rejudge.sample` (size and selection rule, paper §4.6:
   116 trajectories), not the whole corpus; see `select_sample`.
 * **Repeated passes.** The judge stage's run of `analysis.rejudge.arm` is pass 1. Passes 2..n send
-  exactly the same requests (same judge config, prompt, checklist and log) again. Each pass has its
-  own call store (`llm_calls_pass<k>.jsonl`), so a repeated pass is answered by the provider, never
-  from pass 1's cache, and `llm@judge=replay` still replays every pass. (A seed change would not do:
-  the Anthropic Messages API has no seed.) With a deterministic provider (the offline `heuristic`)
+  the provider exactly the same messages (same judge config, prompt, checklist and log) again, but
+  each request carries its pass number (`LLMRequest.repeat`), which is part of its key: pass k has
+  its own call store (`llm_calls_pass<k>.jsonl`) AND its own entries in the shared call cache, so
+  a repeated pass is answered by the provider, never from pass 1's calls, while `llm@judge=replay`
+  still replays every pass from its store. Pass 1's keys are the judge stage's, unchanged. (A seed
+  change would not do: the Anthropic Messages API has no seed.) With a deterministic provider (the offline `heuristic`)
   every pass is identical by construction, so reliability is perfect by construction and says
   nothing about an LLM judge.
 * **Judge swap.** The same arm judged by a second judge, `analysis.rejudge.swap_judge` (an
@@ -29,7 +31,7 @@ from gcpc.analysis.common import REJUDGE, resolve_analysis
 from gcpc.corpus.models import Trajectory
 from gcpc.io import atomic_path, read_models, write_json, write_jsonl
 from gcpc.judging.models import Judgment
-from gcpc.scoring.metrics import score_trajectory
+from gcpc.scoring.metrics import score_trajectory, zero_evidence_reason
 from gcpc.synthesis.models import Checklist
 
 HOLISTIC_MAX = 10.0  # as gcpc.scoring.finalize: holistic scores are 0-10, rescaled to [0, 1]
@@ -55,12 +57,14 @@ def load_arm_inputs(params: dict[str, Any], arm_name: str, ingest_dir: Path, syn
 
 
 def judge_with(arm: Any, inputs: dict[str, Any], trajectories: list[Trajectory], llm_cfg: dict[str, Any], store: Path,
-               progress: bool) -> tuple[list[Judgment], int]:
-    """Judge through the judging package and an LLMClient whose call store is ``store``; (judgments, calls made)."""
+               progress: bool, repeat: int | None = None) -> tuple[list[Judgment], int]:
+    """Judge through the judging package and an LLMClient whose call store is ``store``; (judgments, calls made).
+    `repeat` (pass number >= 2) puts the pass into every request's identity, so the shared call cache
+    cannot answer it with pass 1's (or another pass's) reply."""
     from gcpc.judging.stage import judge_arm
     from gcpc.llm import llm_session
 
-    with llm_session(llm_cfg, store, progress=progress) as client:
+    with llm_session(llm_cfg, store, progress=progress, repeat=repeat) as client:
         judgments = judge_arm(arm, trajectories, llm_cfg=llm_cfg, client=client, checklists=inputs["checklists"],
                               tasks=inputs["tasks"])
     return judgments, client.calls_made
@@ -79,12 +83,14 @@ def score_judgments(judgments: list[Judgment], trajectories: dict[str, Trajector
         row = {"trajectory_id": j.trajectory_id, "benchmark": j.benchmark, "task_id": j.task_id,
                "outcome": traj.outcome.status, "role": role, "pass": pass_no, "provider": j.provider, "model": j.model,
                "status": j.status, "gcpc_plain": None, "gcpc_outcome": None, "zero_evidence": None}
+        # the one zero-evidence rule, as finalize applies it (an action-free log for Holistic / TICK)
+        ze = j.status == "ok" and zero_evidence_reason(j.kind, j.labels, traj.events) is not None
         if j.status == "ok" and getattr(j, "score", None) is not None and not j.labels:
             # holistic arms: one 0-10 score, rescaled exactly as finalize does; no items, no outcome step
-            row.update(gcpc_plain=float(j.score) / HOLISTIC_MAX, gcpc_outcome=None, zero_evidence=False)
+            row.update(gcpc_plain=float(j.score) / HOLISTIC_MAX, gcpc_outcome=None, zero_evidence=ze)
         elif j.status == "ok":
             s = score_trajectory(j.labels, traj.outcome.status, pass_propagation=prop, endpoint=endpoint)
-            row.update(gcpc_plain=s.gcpc_plain, gcpc_outcome=s.gcpc_outcome, zero_evidence=s.zero_evidence)
+            row.update(gcpc_plain=s.gcpc_plain, gcpc_outcome=s.gcpc_outcome, zero_evidence=ze)
             labels += [{"trajectory_id": j.trajectory_id, "task_id": j.task_id, "role": role, "pass": pass_no,
                         "item_id": lab.item_id, "label": lab.label} for lab in j.labels]
         scores.append(row)
@@ -95,7 +101,7 @@ SAMPLE_RULES = ("stratified", "first", "all")
 
 
 def select_sample(first: list[Judgment], by_id: dict[str, Trajectory], sample: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
-    """The directed reliability sample (paper §4.5: 116 trajectories), from the pass-1 judgments that succeeded.
+    """The directed reliability sample (paper §4.6: 116 trajectories), from the pass-1 judgments that succeeded.
 
     Rules: `stratified` (default) visits the (task, outcome) cells in a seeded order and takes one
     trajectory from each in turn, so every task and both outcomes are covered before any cell gets a
@@ -153,7 +159,7 @@ def rejudge(params: dict[str, Any], ingest_dir: Path, synth_dir: Path, judge_roo
     passes: list[tuple[str, int, list[Judgment]]] = [("repeat", 1, first)]
     calls = {"repeat": 0, "swap": 0}
     for k in range(2, n_passes + 1):
-        js, n = judge_with(arm, inputs, trajectories, params["judge"], out_dir / f"llm_calls_pass{k}.jsonl", progress)
+        js, n = judge_with(arm, inputs, trajectories, params["judge"], out_dir / f"llm_calls_pass{k}.jsonl", progress, repeat=k)
         calls["repeat"] += n
         passes.append(("repeat", k, js))
 

@@ -26,6 +26,7 @@ from gcpc.analysis.common import (
     outcome_free_values,
     with_method_arm,
     zero_evidence_list,
+    zero_evidence_mask,
     zero_evidence_text,
 )
 from gcpc.analysis.parallel import run_parts
@@ -133,7 +134,7 @@ def score_values(rows: pd.DataFrame, score: str, zero_evidence_score: float | No
     """
     raw = rows[score].astype(float)
     values = outcome_free_values(rows, score, zero_evidence_score)
-    ze = rows["zero_evidence"].fillna(False).astype(bool)
+    ze = zero_evidence_mask(rows)
     keep = values.notna()
     info = {
         "n_zero_evidence": int(ze.sum()),
@@ -191,7 +192,7 @@ def _delta_entry(rows: pd.DataFrame, a: str, b: str, boot: dict[str, Any]) -> di
 
 def _not_produced(rows: pd.DataFrame, score: str) -> dict[str, Any]:
     entry: dict[str, Any] = _counts(rows)
-    entry.update(auc=None, ci_low=None, ci_high=None, n_zero_evidence=int(rows["zero_evidence"].astype(bool).sum()),
+    entry.update(auc=None, ci_low=None, ci_high=None, n_zero_evidence=int(zero_evidence_mask(rows).sum()),
                  n_undefined=int(len(rows)), n_filled=0, n_dropped=0,
                  skipped=f"this arm produces no {score} (all values missing)")
     return entry
@@ -238,26 +239,31 @@ def reference_deltas(prepared: dict[tuple[str, str], pd.DataFrame], c: dict[str,
 
 
 def perfect_agreement(rows: pd.DataFrame, zero_evidence_score: float | None) -> dict[str, Any]:
-    """Paper §4.1 check of Perfect (no item No after the official-outcome step, endpoint excluded) per arm:
-    the share of PASS trajectories that are Perfect and the share of FAIL trajectories that are not
-    (the paper's 97.6 % / 66.4 %). Perfect uses the outcome, so it is reported on its own, never
-    against an outcome-blind arm. Zero-evidence trajectories are excluded as everywhere (default)."""
+    """The paper's §3.4 check of Perfect, per arm: the share of trajectories with an official verdict
+    on which Perfect (no item No after the official-outcome step) agrees with that verdict (Perfect on
+    PASS, not Perfect on FAIL), once with the endpoint item included and once excluded (the paper:
+    97.6 % and 66.4 %). With the endpoint included Perfect also needs the endpoint's Yes, i.e. PASS, so
+    it is `perfect and PASS` (tests/test_perfect_agreement.py checks this against `is_perfect` on labels
+    with the endpoint). `perfect_given_pass` / `not_perfect_given_fail` (endpoint excluded) are extras,
+    not figures of the paper. Perfect uses the outcome, so it is reported on its own, never against an
+    outcome-blind arm. Zero-evidence trajectories are excluded as everywhere (default)."""
     out: dict[str, Any] = {}
     if "perfect" not in rows:
         return out
     for arm in sorted(rows["arm"].unique().tolist()):
         g = rows[(rows["arm"] == arm) & rows["perfect"].notna()]
         if zero_evidence_score is None:
-            g = g[~g["zero_evidence"].fillna(False).astype(bool)]
+            g = g[~zero_evidence_mask(g)]
         if g.empty:
             continue
         perfect = g["perfect"].astype(bool)
         is_pass = g[LABEL].astype(bool)
         n_pass, n_fail = int(is_pass.sum()), int((~is_pass).sum())
         out[str(arm)] = {"n_pass": n_pass, "n_fail": n_fail,
+                         "agreement_endpoint_included": float(((perfect & is_pass) == is_pass).mean()),
+                         "agreement_endpoint_excluded": float((perfect == is_pass).mean()),
                          "perfect_given_pass": float(perfect[is_pass].mean()) if n_pass else None,
-                         "not_perfect_given_fail": float((~perfect[~is_pass]).mean()) if n_fail else None,
-                         "agreement": float((perfect == is_pass).mean())}
+                         "not_perfect_given_fail": float((~perfect[~is_pass]).mean()) if n_fail else None}
     return out
 
 

@@ -229,7 +229,7 @@ def item_agreement(labels: pd.DataFrame | None, criteria: pd.DataFrame, arms: li
 
 
 def rating_by_outcome(means: pd.DataFrame, outcome_of: pd.Series, task_of: dict[str, str], boot: dict[str, Any]) -> dict[str, Any]:
-    """Paper §4.2 check: the mean human rating of PASS trajectories vs FAIL ones (each trajectory's mean
+    """Paper §4.3 check: the mean human rating of PASS trajectories vs FAIL ones (each trajectory's mean
     over annotators), and the difference with a task-clustered bootstrap CI. Ratings are collected
     blind to the outcome, so a clear gap says the annotators see what the verifier sees."""
     if means.empty:

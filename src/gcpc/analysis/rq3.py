@@ -63,7 +63,7 @@ from gcpc.analysis.common import (
     write_result_files,
     zero_evidence_text,
 )
-from gcpc.analysis.stats import signed_rank_test
+from gcpc.analysis.stats import exact_differences, signed_rank_test
 from gcpc.io import iter_jsonl
 
 WITH, WITHOUT, SELF = "with_skills", "without_skills", "self_generated"
@@ -250,6 +250,9 @@ def _automatic_pairs_by_group(cand: pd.DataFrame, keys: list[str], ambiguous: st
 
 
 def delta_summary(d: np.ndarray, threshold: float) -> dict[str, Any]:
+    """n, median, mean, shares beyond ±threshold and the Wilcoxon test of differences `d`, which come from
+    `exact_differences`: a Δ equal to the threshold (0.8 − 0.7 = 0.10) is then not above it, and tied |Δ|
+    are tied in the ranks."""
     d = np.asarray(d, dtype=float)
     out: dict[str, Any] = {"n": int(d.size)}
     if d.size == 0:
@@ -278,7 +281,7 @@ def pair_deltas(metrics: pd.DataFrame, pairs: pd.DataFrame, cfg: dict[str, Any])
                                         "task_id": pairs["task_id"] if "task_id" in pairs else None,
                                         "transition": pairs["transition"], "arm": arm, "score": score,
                                         "score_with": sw.to_numpy(), "score_without": so.to_numpy(),
-                                        "delta": (sw - so).to_numpy()}))
+                                        "delta": exact_differences(sw.to_numpy(float), so.to_numpy(float))}))
     cols = ["with_id", "without_id", "task_id", "transition", "arm", "score", "score_with", "score_without", "delta"]
     return pd.concat(frames, ignore_index=True)[cols] if frames else pd.DataFrame(columns=cols)
 
@@ -307,8 +310,8 @@ def noise_floor(scores: pd.DataFrame | None, cfg: dict[str, Any], threshold: flo
         ds = []
         for i, a in enumerate(passes):
             for b in passes[i + 1:]:
-                d = (vals[b] - vals[a]).dropna().to_numpy()
-                ds.append(d)
+                d = exact_differences(vals[b].to_numpy(float), vals[a].to_numpy(float))
+                ds.append(d[~np.isnan(d)])
         d = np.concatenate(ds) if ds else np.array([])
         e = delta_summary(d, threshold)
         e.pop("wilcoxon", None)

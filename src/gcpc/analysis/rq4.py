@@ -28,6 +28,8 @@ from gcpc.analysis.parallel import run_parts
 from gcpc.analysis.common import (
     zero_evidence_count_text,
     zero_evidence_counts,
+    zero_evidence_ids,
+    zero_evidence_mask,
     zero_evidence_text,
     write_result_files,
     ANALYZE,
@@ -272,7 +274,8 @@ def rq4(metrics: pd.DataFrame, labels: pd.DataFrame | None, rq1_result: dict[str
         items = LabelCounts(labels, arm)
         if not len(items):
             return None
-        ze = items.zero_evidence_ids() if zes is None else frozenset()
+        # the zero-evidence rule finalize recorded (as RQ1): all-Abstain, or an action-free log for TICK
+        ze = zero_evidence_ids(metrics, arm) if zes is None else frozenset()
         cells = {}
         for endpoint, prop in CELLS:
             f = _frame(items.scores(outcomes, endpoint=endpoint, propagation=prop), meta, zes, ze)
@@ -318,7 +321,7 @@ def real_idle_floor(metrics: pd.DataFrame) -> dict[str, Any]:
     idle = metrics[metrics["n_tool_calls"].fillna(-1).astype(int) == 0]
     out: dict[str, Any] = {"available": True, "n_trajectories": int(idle["trajectory_id"].nunique()), "arms": {}}
     for arm, g in idle.groupby("arm", sort=True):
-        ze = g["zero_evidence"].fillna(False).astype(bool)
+        ze = zero_evidence_mask(g)
         plain = g.loc[~ze, "gcpc_plain"].astype(float).dropna()
         out["arms"][str(arm)] = {"n": int(len(g)), "n_zero_evidence": int(ze.sum()), "n_decided": int(plain.size),
                                  "mean_plain": float(plain.mean()) if plain.size else None,

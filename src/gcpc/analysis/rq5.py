@@ -10,10 +10,11 @@
   deterministic provider, rho = 1 by construction; the result says so.
 * The transfer table (checklist synthesis across benchmarks) is built by the synthesis stage; this
   analysis records where it is and the report embeds it when present.
-* Same-task PASS/FAIL pair diagnosis, per benchmark (Terminal-Bench rows flagged), paper §4.4: one
+* Same-task PASS/FAIL pair diagnosis, per benchmark (Terminal-Bench rows flagged), paper §4.5: one
   pair per task (`analysis.rq5.pairs_per_task`, seeded), drawn from decidable trajectories only
   (zero-evidence logs excluded); Δ = score(PASS) − score(FAIL); counts higher / lower / tied, median Δ,
-  and the exact two-sided sign test (binomial, p = 1/2) on untied pairs. With `pairs_per_task: null`
+  and the exact two-sided sign test (binomial, p = 1/2) on untied pairs, with the Abstain share of the items judged
+  in the paired trajectories (the paper's SWE-bench pairs: 58 of 74 tied, 42.1 % Abstain). With `pairs_per_task: null`
   every PASS x FAIL pair counts and the test is also given with one vote per task (the sign of its mean Δ).
 """
 
@@ -36,6 +37,7 @@ from gcpc.analysis.common import (
     fmt,
     fmt_ci,
     fmt_p,
+    fmt_share,
     jsonable,
     judge_identity,
     latex_table,
@@ -49,7 +51,8 @@ from gcpc.analysis.common import (
     zero_evidence_counts,
     zero_evidence_text,
 )
-from gcpc.analysis.stats import UndefinedStatistic, alpha_bootstrap, clustered_spearman_bootstrap, reliability_matrix, sign_test
+from gcpc.analysis.stats import (UndefinedStatistic, alpha_bootstrap, clustered_spearman_bootstrap, exact_differences, exact_mean,
+                               reliability_matrix, sign_test)
 from gcpc.analysis.parallel import run_parts
 
 LABEL_CODES = {"Yes": 0.0, "No": 1.0, "Abstain": 2.0}
@@ -140,7 +143,7 @@ def judge_swap(scores: pd.DataFrame | None, summary: dict[str, Any] | None, cfg:
 def same_task_pairs(values: pd.DataFrame, per_task: int | None = None, seed: int = 0) -> pd.DataFrame:
     """Within-task (PASS, FAIL) pairs of decidable trajectories: task_id, pass_id, fail_id, delta = PASS − FAIL.
 
-    ``values`` holds only decidable rows (a defined, non-zero-evidence score). Paper §4.4: one pair per
+    ``values`` holds only decidable rows (a defined, non-zero-evidence score). Paper §4.5: one pair per
     task (``per_task`` 1), so a task with many trajectories does not count many times; the PASS and
     the FAIL side are drawn with a generator seeded by (seed, task), so adding a task never changes
     another task's pair. ``per_task`` None keeps every PASS × FAIL combination. Pairs run in task
@@ -173,7 +176,7 @@ def same_task_pairs(values: pd.DataFrame, per_task: int | None = None, seed: int
         out_task.append(tasks[pi])
         out_pass.append(ids[pi])
         out_fail.append(ids[fi])
-        out_delta.append(value[pi] - value[fi])
+        out_delta.append(exact_differences(value[pi], value[fi]))  # exact: a tie is 0, never ±1e-17
     if not out_task:
         return pd.DataFrame(columns=columns)
     return pd.DataFrame({"task_id": np.concatenate(out_task), "pass_id": np.concatenate(out_pass),
@@ -186,6 +189,18 @@ def _tasks_with_both(frame: pd.DataFrame) -> set[str]:
         tasks = set(frame.loc[frame["outcome"] == outcome, "task_id"].dropna().unique().tolist())
         both = tasks if both is None else both & tasks
     return {str(k) for k in both or set()}
+
+
+def _pair_abstain(frame: pd.DataFrame, pairs: pd.DataFrame) -> dict[str, Any]:
+    """The Abstain share of the items judged in the paired trajectories (each trajectory once), the log-only
+    limitation the paper reports beside its SWE-bench pairs; None for an arm without items (floors, holistic)."""
+    if "n_abstain" not in frame.columns or "n_items" not in frame.columns:
+        return {"abstain_share": None, "n_items_in_pairs": 0}
+    ids = set(pairs["pass_id"]) | set(pairs["fail_id"]) if len(pairs) else set()
+    sub = frame[frame["trajectory_id"].isin(ids)].drop_duplicates("trajectory_id")
+    n_items = int(sub["n_items"].fillna(0).sum())
+    n_abstain = int(sub["n_abstain"].fillna(0).sum())
+    return {"abstain_share": n_abstain / n_items if n_items else None, "n_items_in_pairs": n_items}
 
 
 def pair_diagnosis(metrics: pd.DataFrame, cfg: dict[str, Any]) -> dict[str, Any]:
@@ -210,8 +225,9 @@ def pair_diagnosis(metrics: pd.DataFrame, cfg: dict[str, Any]) -> dict[str, Any]
                 # tasks with a PASS and a FAIL trajectory, but no decidable pair once zero-evidence logs are excluded
                 e["n_tasks_undecidable"] = len(_tasks_with_both(ga) - _tasks_with_both(vals))
                 e["pairs_per_task"] = n_per_task
-                per_task = pairs.groupby("task_id")["delta"].mean() if len(pairs) else pd.Series(dtype=float)
+                per_task = pairs.groupby("task_id")["delta"].agg(exact_mean) if len(pairs) else pd.Series(dtype=float)
                 e["by_task"] = sign_test(per_task.to_numpy(dtype=float))
+                e.update(_pair_abstain(ga, pairs))
                 be["arms"].setdefault(str(arm), {})[score] = e
         out["benchmarks"][str(bench)] = be
     out["n_terminal_bench"] = sum(1 for b in out["benchmarks"].values() if b["terminal_bench"])
@@ -282,7 +298,10 @@ def table_rows(result: dict[str, Any]) -> tuple[list[list[str]], list[tuple[str,
                 rows.append(["pair diagnosis", f"{tag} · {arm}", score, fmt(e.get("median_delta")), "",
                              f"higher {e['higher']} / lower {e['lower']} / tied {e['tied']} of {e['n']} decidable pairs "
                              f"({_per_task_text(e.get('pairs_per_task'))}), {e['n_tasks']} tasks, "
-                             f"{e.get('n_tasks_undecidable', 0)} tasks without a decidable pair; sign test p {fmt_p(e.get('p_value'))}"
+                             f"{e.get('n_tasks_undecidable', 0)} tasks without a decidable pair; "
+                             + (f"Abstain {fmt_share(e['abstain_share'])} of {e['n_items_in_pairs']} items in the paired "
+                                "trajectories; " if e.get("abstain_share") is not None else "")
+                             + f"sign test p {fmt_p(e.get('p_value'))}"
                              + ("" if e.get("pairs_per_task") == 1 else f" (per task p {fmt_p(e['by_task'].get('p_value'))})")])
     return rows, panels
 

@@ -965,3 +965,58 @@ def preference_agreement(score_a: Any, score_b: Any, preferred: Any) -> dict[str
         "n_agree": int(agree.sum()),
         "agreement": float(agree.sum() / n_comp) if n_comp else None,
     }
+
+
+EXACT_DENOMINATOR = 10**6
+"""Largest denominator `exact_differences` recovers a score as. Every score is a ratio of small
+integers (yes / decided items, a 0-10 rating / 10, yes / questions), so 10**6 is far above any real
+one, while two such ratios still differ by >= 1e-12, far more than a float's rounding."""
+
+
+def exact_differences(a: Any, b: Any) -> np.ndarray:
+    """a − b per element, computed on the exact ratios the scores are (NaN stays NaN), as floats.
+
+    A float subtraction is off by a rounding: 0.8 − 0.7 = 0.10000000000000009 > 0.10 while
+    0.5 − 0.4 = 0.09999999999999998, so a threshold, a zero test or a tie between differences
+    (Wilcoxon ranks) would depend on which two scores met. Each score is recovered as its fraction
+    (`Fraction.limit_denominator(EXACT_DENOMINATOR)`), subtracted exactly and rounded once: equal
+    differences are equal floats, a difference equal to a threshold written as a decimal (0.10) is
+    the same float as the threshold, and every comparison with it is exact."""
+    from fractions import Fraction
+
+    x = np.asarray(a, dtype=float)
+    y = np.asarray(b, dtype=float)
+    if x.shape != y.shape:
+        raise ValueError(f"exact_differences: shapes differ ({x.shape} vs {y.shape})")
+    fracs: dict[float, Fraction] = {}
+    diffs: dict[tuple[float, float], float] = {}  # scores take few distinct values: each pair is computed once
+
+    def frac(v: float) -> Fraction:
+        f = fracs.get(v)
+        if f is None:
+            f = fracs[v] = Fraction(v).limit_denominator(EXACT_DENOMINATOR)
+        return f
+
+    def diff(p: float, q: float) -> float:
+        d = diffs.get((p, q))
+        if d is None:
+            d = diffs[(p, q)] = float(frac(p) - frac(q))
+        return d
+
+    out = np.full(x.shape, np.nan)
+    ok = ~(np.isnan(x) | np.isnan(y))
+    out[ok] = [diff(p, q) for p, q in zip(x[ok].tolist(), y[ok].tolist(), strict=True)]
+    return out
+
+
+def exact_mean(values: Any) -> float:
+    """The mean of score differences (from `exact_differences`) on their exact ratios, rounded once:
+    differences that cancel give exactly 0 (a float mean of 0.1, 0.2 and −0.3 is 1.9e−17 > 0)."""
+    from fractions import Fraction
+
+    v = np.asarray(values, dtype=float)
+    v = v[~np.isnan(v)]
+    if not v.size:
+        return float("nan")
+    # a difference of two scores has a denominator <= EXACT_DENOMINATOR too for checklists of <= 1,000 items
+    return float(sum(Fraction(x).limit_denominator(EXACT_DENOMINATOR) for x in v.tolist()) / v.size)

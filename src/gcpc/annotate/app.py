@@ -3,7 +3,8 @@
 URLs carry the annotator's pseudonym and opaque study numbers only (log numbers are a seeded
 shuffle), never trajectory ids, conditions, outcomes or scores; the study database does not hold
 outcomes or scores at all. The checklist page of a task is refused until every assigned trajectory
-of that task has its overall ratings (Q1, Q1b).
+of that task has its overall ratings (Q1, Q1b) and every assigned pair its comparison (Q2), the
+paper's order; it is offered only for the task's Q3 subset.
 """
 
 from __future__ import annotations
@@ -87,8 +88,10 @@ def create_app(db_path: str | Path) -> Flask:
         s = annotator_or_404(annotator)
         if not s.is_assigned(annotator, n):
             abort(404, description="this trajectory is not assigned to you")
+        if not s.in_q3(n):
+            abort(404, description="this trajectory is not in the Q3 subset")
         if not s.checklist_revealed(annotator, s.task_of(n)):
-            abort(403, description="rate every trajectory of this task (Q1, Q1b) before its checklist is shown")
+            abort(403, description="rate every trajectory of this task (Q1, Q1b) and compare its pairs (Q2) before its checklist is shown")
         error = None
         if request.method == "POST":
             try:
@@ -111,6 +114,8 @@ def create_app(db_path: str | Path) -> Flask:
         p = s.pair(n)
         if not (s.rated(annotator, p["a"]) and s.rated(annotator, p["b"])):
             abort(403, description="rate both trajectories (Q1, Q1b) before comparing them")
+        if not s.compared(annotator, n) and s.checklist_shown(annotator, p["task"]):
+            abort(403, description="the checklist of this task was already shown to you: Q2 comes before it")
         error = None
         if request.method == "POST":
             try:

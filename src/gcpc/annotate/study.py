@@ -7,10 +7,12 @@ ratings, the checklist items. Outcomes, verifier results, trajectory ids' run me
 are never copied into it, so no page can leak them. Trajectory ids and source paths are kept in
 one table the web pages never read, only export does.
 
-Protocol per annotator and task (docs/annotation-app.md): Q1 and Q1b for every assigned trajectory
-of the task; then the checklist is revealed and each trajectory's items are labelled (Q3); then
-the task's pairs are compared (Q2). Answers are saved as they are submitted, so a session resumes
-where it stopped. Export writes the format of docs/annotations.md; import reads it back.
+Protocol per annotator and task, in the paper's order (§4.3; docs/annotation-app.md): Q1 and Q1b
+for every assigned trajectory of the task, then the task's pairs (Q2), all before any checklist is
+shown; then the checklist is revealed and the items of a subset of the task's trajectories are
+labelled (Q3; `q3_per_task`, the same subset for every annotator of the task). Answers are saved
+as they are submitted, so a session resumes where it stopped. Export writes the format of
+docs/annotations.md; import reads it back.
 """
 
 from __future__ import annotations
@@ -56,6 +58,8 @@ CREATE TABLE IF NOT EXISTS pairs (pair INTEGER PRIMARY KEY, task INTEGER NOT NUL
     a INTEGER NOT NULL REFERENCES logs(log), b INTEGER NOT NULL REFERENCES logs(log), UNIQUE (a, b));
 CREATE TABLE IF NOT EXISTS pair_assignments (annotator TEXT NOT NULL REFERENCES annotators(annotator),
     pair INTEGER NOT NULL REFERENCES pairs(pair), position INTEGER NOT NULL, PRIMARY KEY (annotator, pair));
+-- the trajectories whose checklist items are labelled (Q3): a per-task subset, the same for every annotator
+CREATE TABLE IF NOT EXISTS q3_logs (log INTEGER PRIMARY KEY REFERENCES logs(log));
 CREATE TABLE IF NOT EXISTS ratings (annotator TEXT NOT NULL, log INTEGER NOT NULL, question TEXT NOT NULL,
     rating REAL NOT NULL, answered_at TEXT NOT NULL, PRIMARY KEY (annotator, log, question));
 CREATE TABLE IF NOT EXISTS labels (annotator TEXT NOT NULL, log INTEGER NOT NULL, item_id TEXT NOT NULL,
@@ -99,15 +103,25 @@ class StudyPlan:
     assignments: dict[str, list[str]]             # annotator -> trajectory ids in presentation order
     pairs: dict[str, list[tuple[str, str]]]       # task key -> (a, b) pairs, a/b order randomized
     excluded: list[dict[str, str]] = field(default_factory=list)
+    q3: dict[str, list[str]] = field(default_factory=dict)  # task key -> trajectory ids whose items get Q3 (sorted)
+
+
+Q3_PER_TASK = 2
+"""Default Q3 subset: trajectories per task whose checklist items are labelled. The paper asks Q3 on a
+subset (§4.3) without a size this repository could find; 2 per task is the project's documented choice."""
 
 
 def plan_study(trajectories: Sequence[Trajectory], annotators: Sequence[str], *, overlap: int = 2, seed: int = 0,
                n_tasks: int | None = None, per_task: int | None = None, max_pairs_per_task: int | None = None,
-               tasks: Sequence[str] | None = None) -> StudyPlan:
+               tasks: Sequence[str] | None = None, q3_per_task: int | None = Q3_PER_TASK) -> StudyPlan:
     """Task-level assignment with overlap: each chosen task goes to `overlap` annotators (the least
     loaded, ties broken by a seeded order), who rate all its chosen trajectories, so Q2 pairs exist
-    and every rated unit has `overlap` raters for agreement. Deterministic for a given seed.
+    and every rated unit has `overlap` raters for agreement. Q3 is asked on `q3_per_task` of each
+    task's trajectories (None = all), a seeded sample shared by the task's annotators so Q3 units
+    keep `overlap` raters. Deterministic for a given seed.
     """
+    if q3_per_task is not None and q3_per_task < 1:
+        raise ValueError(f"q3_per_task must be at least 1 (or None for every trajectory), got {q3_per_task}")
     annotators = list(annotators)
     if len(set(annotators)) != len(annotators) or not annotators:
         raise ValueError("annotators must be a non-empty list of distinct ids")
@@ -146,6 +160,9 @@ def plan_study(trajectories: Sequence[Trajectory], annotators: Sequence[str], *,
     tie = {a: n for n, a in enumerate(order)}
     assignments: dict[str, list[str]] = {a: [] for a in annotators}
     pairs: dict[str, list[tuple[str, str]]] = {}
+    # the Q3 subset has its own seeded draw per task, so it leaves the assignment and pair draws as they were
+    q3 = {k: ids if q3_per_task is None or q3_per_task >= len(ids)
+          else sorted(random.Random(f"q3:{seed}:{k}").sample(ids, q3_per_task)) for k, ids in chosen.items()}
     for k in keys:
         ids = chosen[k]
         raters = sorted(annotators, key=lambda a: (load[a], tie[a]))[:overlap]
@@ -161,7 +178,7 @@ def plan_study(trajectories: Sequence[Trajectory], annotators: Sequence[str], *,
             excluded.append({"task": k, "reason": f"{dropped} pairs not sampled (max_pairs_per_task={max_pairs_per_task})"})
         rng.shuffle(task_pairs)
         pairs[k] = task_pairs  # type: ignore[assignment]
-    return StudyPlan(trajectories=chosen, assignments=assignments, pairs=pairs, excluded=excluded)
+    return StudyPlan(trajectories=chosen, assignments=assignments, pairs=pairs, excluded=excluded, q3=q3)
 
 
 # --------------------------------------------------------------------------- creating a study
@@ -215,6 +232,7 @@ def create_study(db_path: str | Path, trajectories: Sequence[Trajectory], tasks:
                 con.executemany("INSERT INTO events VALUES (?, ?, ?, ?)",
                                 [(log_of[tid], n, event_header(e), truncate_middle(e.text, max_event_chars))
                                  for n, e in enumerate(shown.events)])
+            con.executemany("INSERT INTO q3_logs VALUES (?)", [(log_of[t],) for key in sorted(plan.q3) for t in plan.q3[key]])
             for a, ids in plan.assignments.items():
                 con.execute("INSERT INTO annotators VALUES (?)", (a,))
                 con.executemany("INSERT INTO assignments VALUES (?, ?, ?)", [(a, log_of[t], n) for n, t in enumerate(ids)])
@@ -256,7 +274,7 @@ def study_from_outputs(db_path: str | Path, params: dict[str, Any], annotators: 
     max_chars = int((params.get("judging") or {}).get("max_event_chars", 4000))
     create_study(db_path, trajectories, tasks, checklists, plan, max_event_chars=max_chars, protocol=load_protocol(protocol_path),
                  description=description, illustrative=illustrative,
-                 extra_meta={"plan": {k: v for k, v in plan_options.items()}, "data": (params.get("data") or {}).get("name")})
+                 extra_meta={"plan": {"q3_per_task": Q3_PER_TASK} | plan_options, "data": (params.get("data") or {}).get("name")})
     return plan
 
 
@@ -275,6 +293,8 @@ class Study:
         if not self.path.exists():
             raise FileNotFoundError(f"{self.path}: study database not found (create it with `python -m gcpc.annotate init`)")
         self.con = connect(self.path)
+        # a study created before the Q3 subset existed asks Q3 on every trajectory
+        self._q3_subset = self.con.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'q3_logs'").fetchone() is not None
 
     def close(self) -> None:
         self.con.close()
@@ -327,9 +347,20 @@ class Study:
         have = self.con.execute("SELECT COUNT(*) FROM labels WHERE annotator = ? AND log = ?", (annotator, log)).fetchone()[0]
         return have >= want
 
+    def in_q3(self, log: int) -> bool:
+        """Is this trajectory in the Q3 subset (its checklist items are labelled)?"""
+        return not self._q3_subset or self.con.execute("SELECT 1 FROM q3_logs WHERE log = ?", (log,)).fetchone() is not None
+
     def checklist_revealed(self, annotator: str, task: int) -> bool:
-        """The task's checklist may be shown once every assigned trajectory of the task has Q1 and Q1b."""
-        return all(self.rated(annotator, r["log"]) for r in self._assigned(annotator) if r["task"] == task)
+        """The task's checklist may be shown once every assigned trajectory of the task has Q1 and Q1b
+        and every assigned pair of the task has Q2 (the paper asks Q1, Q1b and Q2 before any checklist)."""
+        return (all(self.rated(annotator, r["log"]) for r in self._assigned(annotator) if r["task"] == task)
+                and all(self.compared(annotator, p["pair"]) for p in self._pairs(annotator) if p["task"] == task))
+
+    def checklist_shown(self, annotator: str, task: int) -> bool:
+        """Has the annotator labelled any item of this task (so has seen its checklist)?"""
+        return self.con.execute("SELECT 1 FROM labels WHERE annotator = ? AND log IN (SELECT log FROM logs WHERE task = ?)",
+                                (annotator, task)).fetchone() is not None
 
     def _pairs(self, annotator: str) -> list[sqlite3.Row]:
         return self.con.execute(
@@ -343,9 +374,10 @@ class Study:
         return self.con.execute("SELECT 1 FROM preferences WHERE annotator = ? AND pair = ?", (annotator, pair)).fetchone() is not None
 
     def next_step(self, annotator: str) -> tuple[str, int] | None:
-        """('rate', log) | ('items', log) | ('pair', pair) | None when the annotator is done.
+        """('rate', log) | ('pair', pair) | ('items', log) | None when the annotator is done.
 
-        Tasks come in the order of the annotator's queue; within a task: every Q1/Q1b, then Q3, then Q2.
+        Tasks come in the order of the annotator's queue; within a task: every Q1/Q1b, then Q2, then Q3
+        on the task's Q3 subset.
         """
         assigned = self._assigned(annotator)
         task_order: list[int] = []
@@ -358,19 +390,21 @@ class Study:
             for log in logs:
                 if not self.rated(annotator, log):
                     return "rate", log
-            for log in logs:
-                if not self.labelled(annotator, log):
-                    return "items", log
             for p in pairs:
                 if p["task"] == task and not self.compared(annotator, p["pair"]):
                     return "pair", p["pair"]
+            for log in logs:
+                if self.in_q3(log) and not self.labelled(annotator, log):
+                    return "items", log
         return None
 
     def progress(self, annotator: str) -> dict[str, int]:
         assigned = self._assigned(annotator)
         pairs = self._pairs(annotator)
+        q3 = [r["log"] for r in assigned if self.in_q3(r["log"])]
         return {"trajectories": len(assigned), "rated": sum(self.rated(annotator, r["log"]) for r in assigned),
-                "labelled": sum(self.labelled(annotator, r["log"]) for r in assigned if self.rated(annotator, r["log"])),
+                "q3": len(q3),
+                "labelled": sum(self.labelled(annotator, log) for log in q3 if self.checklist_revealed(annotator, self.task_of(log))),
                 "pairs": len(pairs), "compared": sum(self.compared(annotator, p["pair"]) for p in pairs)}
 
     def position(self, annotator: str, log: int) -> tuple[int, int]:
@@ -394,8 +428,7 @@ class Study:
         asked = self.missing_ratings(annotator, log)
         if not asked:
             raise ProtocolError("overall ratings for this trajectory were already submitted")
-        if self.con.execute("SELECT 1 FROM labels WHERE annotator = ? AND log IN (SELECT log FROM logs WHERE task = ?)",
-                            (annotator, self.task_of(log))).fetchone():
+        if self.checklist_shown(annotator, self.task_of(log)):
             raise ProtocolError("the checklist of this task was already shown to you")
         for q in asked:
             v = ratings.get(q)
@@ -409,8 +442,10 @@ class Study:
         if not self.is_assigned(annotator, log):
             raise ProtocolError("this trajectory is not assigned to you")
         task = self.task_of(log)
+        if not self.in_q3(log):
+            raise ProtocolError("this trajectory is not in the Q3 subset: its checklist items are not asked")
         if not self.checklist_revealed(annotator, task):
-            raise ProtocolError("rate every trajectory of this task (Q1, Q1b) before the checklist")
+            raise ProtocolError("rate every trajectory of this task (Q1, Q1b) and compare its pairs (Q2) before the checklist")
         items = [r["item_id"] for r in self.missing_items(annotator, log)]
         if self.labelled(annotator, log):
             raise ProtocolError("item labels for this trajectory were already submitted")
@@ -428,6 +463,8 @@ class Study:
         p = self.pair(pair)
         if not (self.rated(annotator, p["a"]) and self.rated(annotator, p["b"])):
             raise ProtocolError("rate both trajectories (Q1, Q1b) before comparing them")
+        if self.checklist_shown(annotator, p["task"]):
+            raise ProtocolError("the checklist of this task was already shown to you: Q2 comes before it")
         if preferred not in PREFERRED:
             raise ProtocolError("choose a, b or tie")
         if self.compared(annotator, pair):

@@ -245,12 +245,15 @@ def _parse(pairs: Iterable[tuple[str, tuple[int, int] | None]], source_path: str
     return builder.events
 
 
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
 def split_lines(data: bytes, source_path: str) -> tuple[list[str], list[tuple[int, int]]]:
     """UTF-8 lines (split on "\n" only) and their byte spans; a non-UTF-8 line is an error naming it."""
     lines: list[str] = []
     spans: list[tuple[int, int]] = []
-    pos = 0
-    for lineno, raw in enumerate(data.split(b"\n"), 1):
+    pos = len(UTF8_BOM) if data.startswith(UTF8_BOM) else 0  # a leading BOM: read, not kept
+    for lineno, raw in enumerate(data[pos:].split(b"\n"), 1):
         try:
             lines.append(raw.decode("utf-8"))
         except UnicodeDecodeError as exc:
@@ -268,12 +271,13 @@ def _stream_lines(path: Path, label: str) -> Iterator[tuple[str, tuple[int, int]
     with path.open("rb") as fh:
         for lineno, raw in enumerate(fh, 1):
             body = raw[:-1] if raw.endswith(b"\n") else raw
+            skip = len(UTF8_BOM) if lineno == 1 and body.startswith(UTF8_BOM) else 0  # a leading BOM: read, not kept
             try:
-                text = body.decode("utf-8")
+                text = body[skip:].decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise ValueError(f"{label}:{lineno}: agent log is not UTF-8 ({exc.reason} at byte "
-                                 f"{pos + exc.start})") from exc
-            yield text, (pos, pos + len(body))
+                                 f"{pos + skip + exc.start})") from exc
+            yield text, (pos + skip, pos + len(body))
             pos += len(raw)
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import tomllib
 from datetime import date, datetime, time
 from collections.abc import Sequence
@@ -21,9 +20,11 @@ from typing import Any
 from gcpc.corpus.atif import parse_atif_file
 from gcpc.corpus.claude_code import parse_log
 from gcpc.corpus.guard import allowed, describe, outside_links, read_guarded
+from gcpc.corpus.ids import ID, id_problem, printable
 from gcpc.corpus.models import Event, Exclusion, Outcome, Task, Trajectory
 from gcpc.corpus.pytest_ast import collect_file
 from gcpc.corpus.size import log_size
+from gcpc.io import BOM, DuplicateKey, loads_trusted
 
 CTRF_STATUSES = frozenset({"passed", "failed", "skipped", "pending", "other"})
 """Test statuses the CTRF schema allows."""
@@ -73,6 +74,9 @@ def _read_verifier_files(tests_dir: Path, label: str, notes: list[str]) -> dict[
     real_tests = tests_dir.resolve()
     for path in sorted(p for p in tests_dir.rglob("*") if p.is_file() or p.is_symlink()):
         rel = path.relative_to(tests_dir).as_posix()
+        if printable(rel) != rel:
+            notes.append(f"{label}/tests/{printable(rel)}: skipped (file name not UTF-8)")
+            continue
         real = path.resolve()
         if not real.is_relative_to(real_tests) or not real.is_file():
             notes.append(f"{label}/tests/{rel}: skipped (link outside tests/ or not a file)")
@@ -81,7 +85,7 @@ def _read_verifier_files(tests_dir: Path, label: str, notes: list[str]) -> dict[
         if size > MAX_VERIFIER_FILE_BYTES:
             notes.append(f"{label}/tests/{rel}: skipped (over 1 MB: {size} bytes)")
             continue
-        data = real.read_bytes()
+        data = real.read_bytes().removeprefix(BOM.encode())
         if b"\x00" in data:
             notes.append(f"{label}/tests/{rel}: skipped (binary)")
             continue
@@ -101,19 +105,27 @@ def read_task(folder: str | Path, benchmark: str, *, root: Path | Sequence[Path]
     folder = Path(folder)
     notes = notes if notes is not None else []
     label = display_path(folder, root)
+    problem = id_problem(folder.name)
+    if problem:
+        raise ValueError(f"{label}: task folder name {problem}")
     instruction_path = folder / "instruction.md"
     if not instruction_path.is_file():
         raise FileNotFoundError(f"{display_path(instruction_path, root)}: task instruction missing")
     try:
-        instruction = instruction_path.read_text(encoding="utf-8")
+        instruction = instruction_path.read_text(encoding="utf-8").removeprefix(BOM)
     except UnicodeDecodeError as exc:
         raise ValueError(f"{display_path(instruction_path, root)}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
+    if "\x00" in instruction:
+        raise ValueError(f"{display_path(instruction_path, root)}: holds {instruction.count(chr(0))} NUL byte(s): "
+                         f"binary, not an instruction")
+    if not instruction.strip():
+        raise ValueError(f"{display_path(instruction_path, root)}: empty instruction")
 
     metadata: dict[str, Any] = {}
     toml_path = folder / "task.toml"
     if toml_path.is_file():
         try:
-            config = tomllib.loads(toml_path.read_text(encoding="utf-8"))
+            config = tomllib.loads(toml_path.read_text(encoding="utf-8").removeprefix(BOM))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ValueError(f"{display_path(toml_path, root)}: invalid TOML ({exc})") from exc
         table = config.get("metadata", {})
@@ -133,7 +145,7 @@ def read_task(folder: str | Path, benchmark: str, *, root: Path | Sequence[Path]
     if tests_dir.is_dir():
         verifier_files = _read_verifier_files(tests_dir, label, notes)
         for path in sorted(tests_dir.rglob("test_*.py")):
-            if path.is_file() and path.resolve().is_relative_to(tests_dir.resolve()):
+            if path.is_file() and path.resolve().is_relative_to(tests_dir.resolve()) and printable(str(path)) == str(path):
                 try:
                     tests += collect_file(path, path.relative_to(tests_dir).as_posix(), notes=notes,
                                           label=display_path(path, root))
@@ -184,13 +196,21 @@ def read_tasks(tasks_dir: str | Path, benchmark: str, *, root: Path | Sequence[P
 # --- trials ------------------------------------------------------------------------------
 
 
-def _load_json(path: Path) -> tuple[dict[str, Any] | None, str | None]:
-    """(object, None), or (None, why) when missing, malformed or not an object."""
+def _load_json(path: Path, label: str | None = None, duplicates_ok: bool = False) -> tuple[dict[str, Any] | None, str | None]:
+    """(object, None), or (None, why) when missing, malformed or not an object. A leading BOM is dropped; a
+    duplicated key raises DuplicateKey naming `label` (the file; an outcome read from it would be arbitrary)
+    unless `duplicates_ok` (only looking)."""
     if not path.is_file():
         return None, f"{path.name} missing"
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError, OSError) as exc:
+        data = loads_trusted(path.read_bytes())
+    except DuplicateKey as exc:
+        if duplicates_ok:
+            return None, f"{path.name} unreadable ({exc})"
+        raise DuplicateKey(f"{label or path.name}: {exc}") from None
+    except OSError as exc:  # its message would hold the absolute path; the file is named already
+        return None, f"{path.name} unreadable ({exc.strerror or type(exc).__name__})"
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         return None, f"{path.name} unreadable ({exc})"
     except RecursionError:
         return None, f"{path.name} unreadable (JSON nested too deeply)"
@@ -217,7 +237,12 @@ def condition_of(task_source: str | None) -> str:
 
 
 def outcome_of(result: dict[str, Any] | None, missing_reason: str | None = None) -> Outcome:
-    """Official outcome: reward 1.0 PASS, 0.0 FAIL; anything else is 'other' with the reason."""
+    """Official outcome: reward 1.0 PASS, 0.0 FAIL; anything else is 'other' with the reason.
+
+    A trial that recorded `exception_info` (e.g. an agent timeout) keeps its binary reward's outcome,
+    as the paper's population is every trajectory with a binary reward: a timed-out agent that scored
+    0.0 is an official FAIL. The exception is recorded in `reason`; dropping such trials is the
+    named, off-by-default population filter `exclude_exceptions` (gcpc.corpus.population)."""
     if result is None:
         return Outcome(status="other", reason=missing_reason or "result.json missing")
     raw = _get(result, "verifier_result", "rewards", "reward")
@@ -229,7 +254,10 @@ def outcome_of(result: dict[str, Any] | None, missing_reason: str | None = None)
         etype = _get(exc, "exception_type") or "exception"
         msg = str(_get(exc, "exception_message") or "").strip().splitlines()
         detail = f": {msg[0][:200]}" if msg else ""
-        return Outcome(status="other", reward=reward, reason=f"exception_info set ({etype}{detail})")
+        why = f"exception_info set ({etype}{detail})"
+        if reward in (0.0, 1.0) and result.get("verifier_result") is not None:
+            return Outcome(status="PASS" if reward == 1.0 else "FAIL", reward=reward, reason=why)
+        return Outcome(status="other", reward=reward, reason=why)
     if result.get("verifier_result") is None:
         return Outcome(status="other", reason="verifier_result is null (verifier did not run)")
     if reward is None:
@@ -248,7 +276,7 @@ def read_test_results(trial: Path, notes: list[str] | None = None, label: str | 
     names the file, the entry and the field.
     """
     where = f"{label or trial.as_posix()}/verifier/ctrf.json"
-    data, why = _load_json(trial / "verifier" / "ctrf.json")
+    data, why = _load_json(trial / "verifier" / "ctrf.json", where)
     if data is None:
         if notes is not None and "missing" not in (why or ""):
             notes.append(f"{where}: ignored ({why})")
@@ -295,39 +323,62 @@ def log_format_of(path: Path) -> str:
     return "claude-code-stream-json"
 
 
-def is_trial_folder(folder: Path) -> bool:
+def is_trial_folder(folder: Path, seen: set[str] | None = None) -> bool:
+    """May raise OSError (an unreadable folder: `find_trial_folders` records it)."""
     if not ((folder / "result.json").is_file() or (folder / "config.json").is_file()):
         return False
     if (folder / "agent").is_dir() or (folder / "verifier").is_dir():
         return True
     for name in ("config.json", "result.json"):
-        data, _ = _load_json(folder / name)
+        data, _ = _load_json(folder / name, duplicates_ok=True)
         if data is not None and "trial_name" in data:
             return True
-    # a job folder also holds config.json/result.json, but has trial folders below it
-    return not any(find_trial_folders(child) for child in folder.iterdir() if child.is_dir() and allowed(child))
+    # a job folder also holds config.json/result.json, but has trial folders below it (or folders it cannot read)
+    for child in folder.iterdir():
+        if child.is_dir() and allowed(child):
+            problems: list[tuple[Path, str]] = []
+            if find_trial_folders(child, unreadable=problems, _seen=set(seen or ())) or problems:
+                return False
+    return True
 
 
-def find_trial_folders(trials_dir: str | Path, refused: list[Path] | None = None) -> list[Path]:
+def find_trial_folders(trials_dir: str | Path, refused: list[Path] | None = None,
+                       unreadable: list[tuple[Path, str]] | None = None, _seen: set[str] | None = None) -> list[Path]:
     """Trial folders below a jobs directory, found recursively, sorted; job folders are descended.
-    Folder links that leave the corpus are not descended; they are added to `refused`."""
+    Folder links that leave the corpus are not descended; they are added to `refused`. A folder that cannot
+    be listed, or that a link leads back to (a loop, or a second path to a folder already visited), is not
+    descended; it is added to `unreadable` with the reason (each once)."""
     trials_dir = Path(trials_dir)
-    if not trials_dir.is_dir():
+    # a link back up to the jobs folder or above it is a loop
+    seen = _seen if _seen is not None else {os.path.realpath(p) for p in Path(os.path.abspath(trials_dir)).parents}
+    problems = unreadable if unreadable is not None else []
+    try:
+        if not trials_dir.is_dir():
+            return []
+        real = os.path.realpath(trials_dir)
+        if real in seen:
+            problems.append((trials_dir, "folder link loop: a link leads back to a folder already visited "
+                                         "(not descended again)"))
+            return []
+        seen.add(real)
+        if is_trial_folder(trials_dir, seen):
+            return [trials_dir]
+        children = sorted(p for p in trials_dir.iterdir() if p.is_dir() and not p.name.startswith("."))
+    except OSError as exc:
+        problems.append((trials_dir, f"unreadable folder ({exc.strerror or type(exc).__name__})"))
         return []
-    if is_trial_folder(trials_dir):
-        return [trials_dir]
     found: list[Path] = []
-    for child in sorted(p for p in trials_dir.iterdir() if p.is_dir() and not p.name.startswith(".")):
+    for child in children:
         if not allowed(child):
             if refused is not None:
                 refused.append(child)
             continue
-        found += find_trial_folders(child, refused)
+        found += find_trial_folders(child, refused, problems, seen)
     return sorted(found)
 
 
-SAFE_ID = re.compile(r"^(?!\.)[\w.\-]+$")
-"""A usable task id: no path separators, no leading dot ('..', hidden names)."""
+SAFE_ID = ID
+"""A usable task id (`gcpc.corpus.ids`): no path separators, no leading dot ('..', hidden names)."""
 
 
 def _folder_wins(folder: Path, task_id: Any, label: str, notes: list[str] | None) -> str | None:
@@ -348,14 +399,39 @@ def _folder_wins(folder: Path, task_id: Any, label: str, notes: list[str] | None
     return prefix
 
 
+def _writable_events(events: list[Event]) -> tuple[list[Event], int]:
+    """Events whose text and tool name can be written as UTF-8: a JSON escape of half a surrogate pair
+    ('\\ud800') decodes to a character no UTF-8 file can hold; each is replaced by U+FFFD and counted."""
+    out, n = [], 0
+    for e in events:
+        fixed = {}
+        for name in ("text", "tool"):
+            value = getattr(e, name)
+            if value is None:
+                continue
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                n += sum(0xD800 <= ord(c) <= 0xDFFF for c in value)
+                fixed[name] = "".join("\ufffd" if 0xD800 <= ord(c) <= 0xDFFF else c for c in value)
+        out.append(e.model_copy(update=fixed) if fixed else e)
+    return out, n
+
+
 def read_trial(folder: str | Path, benchmark: str, tasks_by_id: dict[str, Task] | None, *,
                root: Path | Sequence[Path] | None = None, notes: list[str] | None = None,
                render_max_chars: int | None = None) -> Trajectory | Exclusion:
     """One Harbor trial folder -> Trajectory, or Exclusion saying why it cannot be used."""
     folder = Path(folder)
     label = display_path(folder, root)
-    config, config_why = _load_json(folder / "config.json")
-    result, result_why = _load_json(folder / "result.json")
+    for what, name in (("trial folder name", folder.name), ("job folder name", folder.parent.name)):
+        problem = id_problem(name)
+        if problem:
+            return Exclusion(path=label, reason=f"invalid id: {what} {problem}", benchmark=benchmark)
+    if printable(label) != label:  # a folder between the jobs folder and the job: shown in source_path
+        return Exclusion(path=label, reason="folder name not UTF-8 in the trial's path", benchmark=benchmark)
+    config, config_why = _load_json(folder / "config.json", f"{label}/config.json")
+    result, result_why = _load_json(folder / "result.json", f"{label}/result.json")
     for name, why in (("config.json", config_why), ("result.json", result_why)):
         if why and not why.endswith("missing") and notes is not None:
             notes.append(f"{label}/{name}: {why.removeprefix(name + ' ')}")
@@ -379,6 +455,10 @@ def read_trial(folder: str | Path, benchmark: str, tasks_by_id: dict[str, Task] 
         return Exclusion(path=label, reason="no agent log: neither agent/claude-code.txt, "
                                             "agent/sessions/projects/*/*.jsonl nor agent/trajectory.json",
                          benchmark=benchmark, source=folder.parent.name, task_id=task_id)
+    odd = [display_path(log, root) for log in logs if printable(str(log)) != str(log)]
+    if odd:
+        return Exclusion(path=label, reason=f"unreadable agent log: file name not UTF-8: {printable(odd[0])}",
+                         benchmark=benchmark, source=folder.parent.name, task_id=task_id)
     events: list[Event] = []
     raws: list[bytes | Path] = []
     atif_meta: dict[str, Any] = {}
@@ -398,12 +478,20 @@ def read_trial(folder: str | Path, benchmark: str, tasks_by_id: dict[str, Task] 
     except (OSError, RecursionError, TypeError, AttributeError, KeyError) as exc:
         return Exclusion(path=label, reason=f"unreadable agent log: {display_path(log, root)}: {describe(exc)}",
                          benchmark=benchmark, source=folder.parent.name, task_id=task_id)
+    events, odd_text = _writable_events(events)
+    if odd_text and notes is not None:
+        notes.append(f"{display_path(logs[0], root)}: {odd_text} lone surrogate escape(s) (not Unicode text) shown as U+FFFD")
     if len(logs) > 1 and notes is not None:
         notes.append(f"{label}: {len(logs)} session transcripts concatenated in path order")
     if not events:
         return Exclusion(path=label, reason=f"empty agent log: no events in {display_path(logs[0], root)}",
                          benchmark=benchmark, source=folder.parent.name, task_id=task_id)
 
+    for name, doc in (("config.json", cfg), ("result.json", result)):
+        named = _get(doc, "trial_name")
+        if named is not None and id_problem(named):
+            return Exclusion(path=label, reason=f"invalid id: {label}/{name}: field trial_name {id_problem(named)}",
+                             benchmark=benchmark, source=folder.parent.name, task_id=task_id)
     trial = str(_get(cfg, "trial_name") or _get(result, "trial_name") or folder.name)
     job = folder.parent.name
     model = _get(cfg, "agent", "model_name") or atif_meta.get("model_name") or "unknown"

@@ -8,6 +8,7 @@ on the machine (paths are relative to the corpus root).
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections import Counter, defaultdict
 from contextvars import ContextVar
@@ -18,12 +19,13 @@ from typing import Any
 
 from gcpc.corpus.guard import confined, outside_links, read_guarded
 from gcpc.corpus.harbor import display_path, find_trial_folders, read_tasks, read_trial
+from gcpc.corpus.ids import printable
 from gcpc.corpus.meta import FILE_NAME as META_FILE
 from gcpc.corpus.meta import write_trajectory_meta
 from gcpc.corpus.models import EVIDENCE_KINDS, Exclusion, Task, Trajectory
 from gcpc.corpus.render import iter_rendered
 from gcpc.corpus.size import TOKENIZER
-from gcpc.io import sha256_text, write_json, write_jsonl, write_text
+from gcpc.io import sha256_text, stage_outputs, write_json, write_jsonl, write_text
 
 DEFAULT_OUT_DIR = "data/processed/ingest"
 OUTCOMES = ("PASS", "FAIL", "other")
@@ -100,7 +102,7 @@ def dedupe(trajectories: list[Trajectory]) -> tuple[list[Trajectory], list[Exclu
     return kept, dropped
 
 
-FORMATS = ("harbor", "terminal-bench-1", "swe-bench")
+FORMATS = ("harbor", "terminal-bench-1", "swe-bench", "inspect")
 """Corpus formats a `data` config may name with its `format` key (default: harbor)."""
 
 
@@ -119,15 +121,20 @@ def _read_harbor(cfg: dict[str, Any], root: Path, roots: list[Path]) -> tuple[li
         trials_dirs = [trials_dirs]
     folders: set[Path] = set()
     refused: list[Path] = []
+    unreadable: list[tuple[Path, str]] = []
     for d in trials_dirs:
         path = root / d
         if not path.is_dir():
             raise FileNotFoundError(f"corpus {name!r}: trials directory {display_path(path, roots)} not found")
-        folders.update(find_trial_folders(path, refused=refused))
+        folders.update(find_trial_folders(path, refused=refused, unreadable=unreadable))
     trajectories: list[Trajectory] = []
     for link in refused:
         exclusions.append(Exclusion(path=display_path(link, roots), benchmark=benchmark, source=link.parent.name,
-                                    reason=f"link outside the corpus root: {display_path(link, roots)} -> {link.resolve()}"))
+                                    reason=f"link outside the corpus root: {display_path(link, roots)} -> "
+                                           f"{display_path(link.resolve(), roots)}"))
+    for folder, why in unreadable:
+        exclusions.append(Exclusion(path=display_path(folder, roots), benchmark=benchmark, source=folder.parent.name,
+                                    reason=f"{why}: {display_path(folder, roots)}"))
     for folder in sorted(folders):
         label = display_path(folder, roots)
         links = outside_links(folder, display=lambda p: display_path(p, roots))
@@ -161,6 +168,11 @@ def corpus_root_of(corpus_cfg: dict[str, Any], root: Path) -> Path:
     if not corpus_root.is_dir():
         raise FileNotFoundError(f"corpus config {name!r}: root folder {corpus_root} not found "
                                 f"(root {corpus_cfg.get('root')!r}, resolved against {Path(root)})")
+    if corpus_cfg.get("root"):
+        too_wide = too_wide_root(corpus_root, Path(root))
+        if too_wide:
+            raise ValueError(f"corpus config {name!r}: root {corpus_cfg['root']!r} resolves to {too_wide}; the corpus "
+                             f"boundary would hold everything below it (name the folder of the corpus itself)")
     for key in PATH_KEYS:
         value = corpus_cfg.get(key)
         for rel in ([value] if isinstance(value, str) else list(value or [])):
@@ -169,6 +181,21 @@ def corpus_root_of(corpus_cfg: dict[str, Any], root: Path) -> Path:
                 raise FileNotFoundError(f"corpus config {name!r}: {key} entry {rel!r} not found: looked for {path} "
                                         f"(paths of a corpus config resolve against its root {corpus_root})")
     return corpus_root
+
+
+def too_wide_root(corpus_root: Path, repo: Path) -> str | None:
+    """Why `corpus_root` may not be a corpus root (`/`, the home folder or a folder above the repository), or
+    None. Every read below the root is allowed, so such a root lets a link reach any file."""
+    real = Path(os.path.realpath(corpus_root))
+    home = os.path.realpath(os.path.expanduser("~"))
+    if real == Path(real.anchor):
+        return "the filesystem root"
+    if os.fspath(real) == home:
+        return "the home folder"
+    repo_real = Path(os.path.realpath(repo))
+    if repo_real != real and repo_real.is_relative_to(real):
+        return "a folder above the repository"
+    return None
 
 
 def corpus_boundary(cfg: dict[str, Any], corpus_root: Path) -> list[Path]:
@@ -186,7 +213,8 @@ def ingest(corpus_cfg: dict[str, Any], root: Path, workers: int = 1) -> IngestRe
     `format` selects the reader: `harbor` (default; Harbor task and trial folders, also a
     tasks-only corpus without `trials_dirs`), `terminal-bench-1` (`trials_dirs` are folders of
     leaderboard runs) or `swe-bench` (`tasks_file` with SWE-bench instances, `trials_dirs` with
-    SWE-agent `.traj` files, optional `reports_dirs` with evaluation reports).
+    SWE-agent `.traj` files, optional `reports_dirs` with evaluation reports) or `inspect` (`trials_dirs`
+    with Inspect AI eval logs, files or folders; gcpc.corpus.inspect_log).
     Every path of the config (`tasks_dir`, `tasks_file`, `trials_dirs`, `reports_dirs`) resolves
     against the corpus root (`root/<corpus_cfg.root>` when given, else `root`), and recorded paths
     are relative to it (or to `root` for files outside it).
@@ -206,6 +234,8 @@ def ingest(corpus_cfg: dict[str, Any], root: Path, workers: int = 1) -> IngestRe
     elif fmt == "swe-bench":
         from gcpc.corpus.swe_bench import read_corpus
         corpus_cfg = {"benchmark": "swe-bench-verified", **corpus_cfg}
+    elif fmt == "inspect":
+        from gcpc.corpus.inspect_log import read_corpus  # needs the optional extra `inspect`
     else:
         read_corpus = _read_harbor
     benchmark = str(_required(corpus_cfg, "benchmark"))
@@ -219,13 +249,35 @@ def ingest(corpus_cfg: dict[str, Any], root: Path, workers: int = 1) -> IngestRe
         trajectories, duplicates = dedupe(trajectories)
     finally:
         _known_fingerprints.reset(token)
+    relative = partial(relative_text, roots=roots)
     return IngestResult(
         corpora=[name],
         tasks=tasks,
-        trajectories=trajectories,
-        exclusions=sorted(exclusions + duplicates, key=lambda e: (e.path, e.reason)),
-        notes=sorted(set(notes)),
+        trajectories=[_relative_notes(t, relative) for t in trajectories],
+        exclusions=sorted((e.model_copy(update={"reason": relative(e.reason)}) for e in exclusions + duplicates),
+                          key=lambda e: (e.path, e.reason)),
+        notes=sorted({printable(relative(n)) for n in notes}),
     )
+
+
+def _relative_notes(t: Trajectory, relative: Any) -> Trajectory:
+    """The trajectory with its notes and outcome reason passed through `relative` (a copy only when that changes them)."""
+    notes = [relative(n) for n in t.notes]
+    reason = relative(t.outcome.reason) if t.outcome.reason else t.outcome.reason
+    if notes == t.notes and reason == t.outcome.reason:
+        return t
+    return t.model_copy(update={"notes": notes, "outcome": t.outcome.model_copy(update={"reason": reason})})
+
+
+def relative_text(text: str, roots: list[Path]) -> str:
+    """`text` with every absolute path below a root written relative to it (the first root that holds it):
+    reasons quote exceptions, whose messages name files by absolute path; outputs never depend on the machine."""
+    for r in roots:
+        for form in dict.fromkeys((os.path.abspath(r), os.path.realpath(r))):
+            prefix = form.rstrip(os.sep) + os.sep
+            if prefix in text:
+                text = text.replace(prefix, "")
+    return text
 
 
 def merge_results(results: list[IngestResult]) -> IngestResult:
@@ -397,14 +449,14 @@ def population_markdown(pop: dict[str, Any], exclusions: list[Exclusion]) -> str
 
 def write_outputs(result: IngestResult, out_dir: str | Path) -> dict[str, Any]:
     """Write tasks/trajectories/exclusions JSONL, trajectory_meta.parquet and population.{json,md}; returns the population."""
-    out = Path(out_dir)
-    write_jsonl(out / "tasks.jsonl", sorted(result.tasks, key=lambda t: (t.benchmark, t.task_id)))
-    write_jsonl(out / "trajectories.jsonl", sorted(result.trajectories, key=lambda t: t.trajectory_id))
-    write_trajectory_meta(out / META_FILE, result.trajectories)  # the same trajectories without events (gcpc.corpus.meta)
-    write_jsonl(out / "exclusions.jsonl", sorted(result.exclusions, key=lambda e: (e.path, e.reason)))
     pop = population(result)
-    write_json(out / "population.json", pop)
-    write_text(out / "population.md", population_markdown(pop, result.exclusions))
+    with stage_outputs(out_dir) as out:  # one unit: all files of this run replace the previous ones together
+        write_jsonl(out / "tasks.jsonl", sorted(result.tasks, key=lambda t: (t.benchmark, t.task_id)))
+        write_jsonl(out / "trajectories.jsonl", sorted(result.trajectories, key=lambda t: t.trajectory_id))
+        write_trajectory_meta(out / META_FILE, result.trajectories)  # the same trajectories without events (gcpc.corpus.meta)
+        write_jsonl(out / "exclusions.jsonl", sorted(result.exclusions, key=lambda e: (e.path, e.reason)))
+        write_json(out / "population.json", pop)
+        write_text(out / "population.md", population_markdown(pop, result.exclusions))
     return pop
 
 

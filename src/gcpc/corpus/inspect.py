@@ -3,8 +3,9 @@
 PATH may be a Harbor task folder (prints its metadata, provenance and verifier test ids), a
 Harbor or Terminal-Bench 1 trial folder (prints the trajectory's metadata, outcome, notes and
 the judge-visible rendering of its events), a single agent log (`claude-code.txt`, a session
-`.jsonl`, `trajectory.json`, `agent.log`, `post-agent.txt`, a SWE-agent `.traj`), or a SWE-bench
-instances file (prints each task's test ids).
+`.jsonl`, `trajectory.json`, `agent.log`, `post-agent.txt`, a SWE-agent `.traj`, a mini-swe-agent
+`.traj.json`), a SWE-bench instances file (prints each task's test ids), or an Inspect AI eval log
+(`.eval`, eval-log `.json`: every sample's trajectory; needs the `inspect` extra).
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ from typing import Any
 from gcpc.corpus.atif import parse_atif_file
 from gcpc.corpus.claude_code import parse_log
 from gcpc.corpus.harbor import read_task, read_trial
+from gcpc.corpus.inspect_log import is_inspect_log
 from gcpc.corpus.models import Event, Exclusion, Task, Trajectory
 from gcpc.corpus.render import DEFAULT_MAX_CHARS, render_log
-from gcpc.corpus.swe_bench import parse_traj_file
+from gcpc.corpus.swe_bench import parse_log_file
 from gcpc.corpus.swe_bench import read_tasks as read_swe_tasks
 from gcpc.corpus.tb1_logs import parse_commands, read_session
 from gcpc.corpus.terminal_bench1 import RUN_NAME, TRIAL_NAME, TrialFolder, _batch_at, _load_json
@@ -90,9 +92,10 @@ def inspect_path(path: Path, max_chars: int | None = DEFAULT_MAX_CHARS) -> str:
     if not path.is_file():
         raise ValueError(f"{path}: no such file or folder")
     name = path.name
-    if name.endswith(".traj"):
-        events, info, _, _ = parse_traj_file(path, path.as_posix())
-        return _events_text(events, {"format": "swe-agent-traj", "exit_status": info.get("exit_status")}, max_chars)
+    if name.endswith((".traj", ".traj.json")):
+        log = parse_log_file(path, path.as_posix())
+        return _events_text(log.events, {"format": log.log_format, "exit_status": log.info.get("exit_status"),
+                                         **({"notes": log.notes} if log.notes else {})}, max_chars)
     if name == "trajectory.json":
         events, meta, _ = parse_atif_file(path)
         return _events_text(events, {"format": "atif", **meta}, max_chars)
@@ -104,6 +107,13 @@ def inspect_path(path: Path, max_chars: int | None = DEFAULT_MAX_CHARS) -> str:
                                       (trial / "commands.txt").as_posix())
         session, _ = read_session(path, path.as_posix(), typed)
         return _events_text(session.events, {"format": "tb1", "notes": session.notes}, max_chars)
+    if is_inspect_log(path):  # an Inspect AI eval log: every sample, as `format: inspect` reads it
+        from gcpc.corpus.inspect_log import read_corpus as read_inspect
+
+        _, trajectories, excluded, notes = read_inspect({"benchmark": "inspect", "trials_dirs": [name]}, path.parent,
+                                                        [path.parent])
+        return ("".join(_trajectory_text(t, max_chars) + "\n" for t in trajectories)
+                + "".join(f"excluded: {e.path}: {e.reason}\n" for e in excluded) + "".join(f"note: {n}\n" for n in notes))
     if path.suffix in (".jsonl", ".json"):
         first = path.read_text(encoding="utf-8", errors="replace").lstrip()[:100_000]
         if '"instance_id"' in first.split("\n", 1)[0] or (first.startswith("[") and '"instance_id"' in first):

@@ -46,7 +46,9 @@ def read_trajectory_meta_table(path: str | Path) -> Any:
     """The table as a DataFrame (columns META_COLUMNS); a missing column is an error naming the file."""
     import pandas as pd
 
-    frame = pd.read_parquet(path)
+    from gcpc.io import verify_output
+
+    frame = pd.read_parquet(verify_output(path))  # checked against the ingest's stage manifest
     missing = [c for c in META_COLUMNS if c not in frame.columns]
     if missing:
         raise ValueError(f"{path}: column(s) {', '.join(missing)} missing; re-run the ingest stage")

@@ -9,7 +9,9 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from gcpc.corpus.ids import printable
 
 
 class Frozen(BaseModel):
@@ -75,7 +77,8 @@ OutcomeStatus = Literal["PASS", "FAIL", "other"]
 class Outcome(Frozen):
     status: OutcomeStatus
     reward: float | None = None
-    reason: str | None = Field(default=None, description="why status is 'other' (partial reward, exception, missing)")
+    reason: str | None = Field(default=None, description="why status is 'other' (partial reward, exception, missing); "
+                                                         "on a PASS / FAIL, the exception the trial recorded (Harbor exception_info)")
     raw: str | None = Field(default=None, description="the official result as recorded, e.g. 'is_resolved=null'")
 
 
@@ -117,3 +120,9 @@ class Exclusion(Frozen):
     source: str | None = Field(default=None, description="job / run the trial came from, when known")
     task_id: str | None = None
     duplicate_of: str | None = Field(default=None, description="trajectory id (or path) this one duplicates")
+
+    @field_validator("path", "reason", "source", "task_id", "duplicate_of", mode="before")
+    @classmethod
+    def _writable(cls, value: object) -> object:
+        """A folder name that is not UTF-8 is shown with \\xNN escapes (it could not be written as JSON)."""
+        return printable(value) if isinstance(value, str) else value

@@ -1,11 +1,12 @@
 """`python -m gcpc.corpus.new_config NAME PATH`: write a complete conf/data/NAME.yaml for a folder of
-Harbor tasks and job (trial) folders, after checking that the folder holds them.
+Harbor tasks and job (trial) folders, or of Inspect AI eval logs, after checking that the folder holds them.
 
     python -m gcpc.corpus.new_config mybench ../my-runs            # finds tasks/ and job folders below PATH
     python -m gcpc.corpus.new_config mybench ../my-runs --benchmark skillsbench --tasks-dir ../my-runs/tasks
     dvc exp run -S data=mybench
 
-Task folders are the folders holding an `instruction.md`; trial folders are recognised as the
+A folder without task folders that holds Inspect logs (`*.eval`, eval-log `*.json`) gets a
+`format: inspect` config listing the folders of logs. Task folders are the folders holding an `instruction.md`; trial folders are recognised as the
 ingest stage recognises them (gcpc.corpus.harbor.is_trial_folder), and `trials_dirs` lists the
 folders directly above them (the job folders). Every required key (gcpc.experiment.DATA_KEYS_DOC)
 is written and checked; the file is refused when PATH holds no task, and an existing config is
@@ -47,6 +48,10 @@ def build_config(name: str, path: Path, *, benchmark: str | None = None, tasks_d
                  trials_dirs: list[Path] | None = None, repo: Path = Path(".")) -> dict[str, Any]:
     if not path.is_dir():
         raise FileNotFoundError(f"{path}: not a folder")
+    if tasks_dir is None and trials_dirs is None and not find_task_dirs(path):
+        logs = inspect_logs(path)
+        if logs:
+            return inspect_config(name, path, logs, benchmark=benchmark, repo=repo)
     if tasks_dir is None:
         candidates = find_task_dirs(path)
         if not candidates:
@@ -74,12 +79,42 @@ def build_config(name: str, path: Path, *, benchmark: str | None = None, tasks_d
     return cfg | {"_found": {"tasks": n_tasks, "trials": n_trials}}
 
 
+def inspect_logs(path: Path) -> list[Path]:
+    """Inspect AI eval logs below `path` (`*.eval`, eval-log `*.json`), found without needing inspect_ai."""
+    from gcpc.corpus.inspect_log import find_logs
+
+    return find_logs(path)
+
+
+def inspect_config(name: str, path: Path, logs: list[Path], *, benchmark: str | None, repo: Path) -> dict[str, Any]:
+    """A `format: inspect` config: `trials_dirs` lists the folders holding the logs (relative to `root`)."""
+    folders = sorted({p.parent for p in logs})
+    cfg = {
+        "name": name,
+        "format": "inspect",
+        "root": _rel(path, repo),
+        "benchmark": benchmark or name,
+        "trials_dirs": [_rel(d, path) for d in folders],
+        # sample scorer taken as the official outcome (null: the sample's only score), a threshold for numeric
+        # scores, the score metadata key with per-test results, sample metadata keys with test ids / test source
+        "outcome_scorer": None,
+        "pass_threshold": None,
+        "test_results_key": None,
+        "test_ids_keys": [],
+        "verifier_source_keys": [],
+    }
+    check_data(cfg, where=f"conf/data/{name}.yaml")
+    return cfg | {"_found": {"tasks": 0, "trials": 0, "logs": len(logs)}}
+
+
 def render(cfg: dict[str, Any]) -> str:
     found = cfg["_found"]
     body = {k: v for k, v in cfg.items() if k != "_found"}
-    lines = [f"# Written by `python -m gcpc.corpus.new_config` ({found['tasks']} tasks, {found['trials']} trial folders).",
+    what = (f"{found['logs']} Inspect AI logs; tasks and trajectories are their samples" if "logs" in found
+            else f"{found['tasks']} tasks, {found['trials']} trial folders")
+    lines = [f"# Written by `python -m gcpc.corpus.new_config` ({what}).",
              "# Required keys:"] + [f"#   {k}: {doc}" for k, doc in DATA_KEYS_DOC.items()]
-    lines += ["# Optional: format (harbor | terminal-bench-1 | swe-bench), condition, corpora (several corpora).",
+    lines += ["# Optional: format (harbor | terminal-bench-1 | swe-bench | inspect), condition, corpora (several corpora).",
               f"# Use it with: dvc exp run -S data={cfg['name']}"]
     return "\n".join(lines) + "\n" + yaml.safe_dump(body, sort_keys=False, allow_unicode=True)
 
@@ -112,8 +147,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(render(cfg), encoding="utf-8")
-    print(f"new_config: {out}: {cfg['_found']['tasks']} tasks, {cfg['_found']['trials']} trial folders in "
-          f"{len(cfg['trials_dirs'])} job folder(s); run it with `dvc exp run -S data={args.name}`")
+    found = cfg["_found"]
+    what = (f"{found['logs']} Inspect AI log(s) in {len(cfg['trials_dirs'])} folder(s)" if "logs" in found else
+            f"{found['tasks']} tasks, {found['trials']} trial folders in {len(cfg['trials_dirs'])} job folder(s)")
+    print(f"new_config: {out}: {what}; run it with `dvc exp run -S data={args.name}`")
     return 0
 
 

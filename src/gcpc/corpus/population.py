@@ -8,6 +8,9 @@ population (e.g. Terminal-Bench 1 runs of one harness), not only a hand-run scri
       outcomes: [PASS, FAIL]   # outcome classes kept (PASS, FAIL, other)
       tasks: [task-a, task-b]  # task ids kept (other tasks, and their trajectories, are dropped)
       trajectories: [...]      # trajectory ids kept (a named subset, e.g. conf/data/smoke.yaml)
+      exclude_exceptions: false  # named extension, off by default: drop PASS / FAIL trials that recorded an
+                                 # exception (Harbor exception_info, e.g. an agent timeout scored 0.0); the
+                                 # paper's population keeps them (every trajectory with a binary reward)
 
 Applied at ingest, after reading and de-duplication: every trajectory (and, for `tasks`, every task)
 dropped is written to ingest/exclusions.jsonl with the filter that dropped it, so nothing disappears
@@ -21,7 +24,7 @@ from typing import Any
 
 from gcpc.corpus.models import EventKind, Exclusion, Trajectory
 
-KEYS = ("harness", "model", "min_agent_steps", "outcomes", "tasks", "trajectories")
+KEYS = ("harness", "model", "min_agent_steps", "outcomes", "tasks", "trajectories", "exclude_exceptions")
 OUTCOME_CLASSES = ("PASS", "FAIL", "other")
 
 
@@ -49,6 +52,8 @@ def check(cfg: dict[str, Any] | None, where: str = "data.population") -> dict[st
         if value is not None and (not isinstance(value, list | tuple) or not value
                                   or not all(isinstance(v, str) and v for v in value)):
             raise ValueError(f"{where}.{key}: must be a non-empty list of ids, got {value!r}")
+    if cfg.get("exclude_exceptions") is not None and not isinstance(cfg["exclude_exceptions"], bool):
+        raise ValueError(f"{where}.exclude_exceptions: must be true or false, got {cfg['exclude_exceptions']!r}")
     steps = cfg.get("min_agent_steps") or 0
     if not isinstance(steps, int) or steps < 0:
         raise ValueError(f"{where}.min_agent_steps: must be a non-negative integer, got {steps!r}")
@@ -72,6 +77,8 @@ def reason(t: Trajectory, cfg: dict[str, Any]) -> str | None:
         cls = t.outcome.status if t.outcome.status in ("PASS", "FAIL") else "other"
         if cls not in outcomes:
             return f"population filter: outcome {cls} is not {' / '.join(sorted(outcomes))}"
+    if cfg.get("exclude_exceptions") and t.outcome.status in ("PASS", "FAIL") and t.outcome.reason:
+        return f"population filter: exclude_exceptions (official {t.outcome.status} with {t.outcome.reason})"
     if agent_steps(t) < steps:
         return f"population filter: {agent_steps(t)} agent steps (< {steps})"
     return None

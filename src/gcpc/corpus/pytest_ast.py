@@ -607,7 +607,7 @@ def collect_file(path: str | Path, file: str, notes: list[str] | None = None, la
     """Read one test module (UTF-8) and enumerate its tests; errors name the file."""
     path = Path(path)
     try:
-        source = path.read_text(encoding="utf-8")
+        source = path.read_text(encoding="utf-8").removeprefix("\ufeff")  # a leading BOM: read, not kept
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"{path}: cannot read test module ({exc})") from exc
     try:

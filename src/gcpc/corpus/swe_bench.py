@@ -9,10 +9,13 @@ verifier source is the test patch. The reference solution (`patch`) and the hint
 
 Trajectories are SWE-agent `<instance_id>.traj` files (one JSON object: `trajectory` steps with
 `thought`, `action`, `observation`; `history` messages; `info` with `exit_status`,
-`submission`, `model_stats`; `replay_config`). Each `trials_dirs` entry is one run (its folder
-name is the trajectory's source); the matching `reports_dirs` entry (same position) holds the
-SWE-bench harness's per-instance `report.json` files ({instance_id: {resolved, tests_status}}),
-found recursively. `resolved` true is PASS, false FAIL; a missing report, or a patch that was
+`submission`, `model_stats`; `replay_config`) or mini-swe-agent `<instance_id>.traj.json` files
+(`"trajectory_format": "mini-swe-agent-1"`, the SWE-bench bash-only leaderboard's format; read by
+`gcpc.corpus.mini_swe_agent`). Each `trials_dirs` entry is one run (its folder name is the
+trajectory's source; several runs of the same instances, e.g. two models, are several entries);
+the matching `reports_dirs` entry (same position) holds the SWE-bench harness's per-instance
+`report.json` files, found recursively: either {instance_id: {resolved, tests_status}} or, as the
+harness writes it under `logs/<instance_id>/`, the entry itself (the instance is the folder name). `resolved` true is PASS, false FAIL; a missing report, or a patch that was
 empty or did not apply, is 'other' with the reason. The harness's `test_output.txt` (the
 verifier's own output) is never read.
 """
@@ -22,14 +25,17 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gcpc.corpus.guard import describe, outside_links, read_guarded
 from gcpc.corpus.harbor import display_path
 from gcpc.corpus.jsonpos import Span, load_with_spans, top_level_array_spans
+from gcpc.corpus.mini_swe_agent import is_mini_traj, model_of, read_traj
 from gcpc.corpus.models import Event, EventKind, Exclusion, Outcome, SourceRef, Task, Trajectory, VerifierTest
 from gcpc.corpus.size import log_size
+from gcpc.io import DuplicateKey, loads_trusted
 
 NEVER_KEPT = frozenset({"patch", "hints_text"})
 """Instance fields that would reveal the solution: dropped on reading."""
@@ -224,6 +230,42 @@ def parse_traj_file(path: Path, label: str) -> tuple[list[Event], dict[str, Any]
     return events, info, doc, data
 
 
+MINI_SUFFIX = ".traj.json"
+
+
+def _instance_of(path: Path) -> str:
+    return path.name[: -len(MINI_SUFFIX)] if path.name.endswith(MINI_SUFFIX) else path.name[: -len(".traj")]
+
+
+@dataclass
+class ParsedLog:
+    events: list[Event]
+    info: dict[str, Any]
+    raw: bytes
+    log_format: str
+    harness: str
+    model: str | None
+    notes: list[str]
+
+
+def parse_log_file(path: Path, label: str) -> ParsedLog:
+    """A SWE-agent `.traj` or a mini-swe-agent `.traj.json`, by name (and, for `.traj.json`, its trajectory_format)."""
+    if not path.name.endswith(MINI_SUFFIX):
+        events, info, doc, raw = parse_traj_file(path, label)
+        return ParsedLog(events, info, raw, "swe-agent-traj", "swe-agent", _model_of(doc), [])
+    raw = path.read_bytes()
+    doc, spans, _ = load_with_spans(raw, label, "messages")
+    if not is_mini_traj(doc):
+        fmt = doc.get("trajectory_format") if isinstance(doc, dict) else None
+        raise ValueError(f"{label}: field trajectory_format is {fmt!r}, not 'mini-swe-agent-1'")
+    traj = read_traj(doc, label, spans)
+    notes = list(traj.notes)
+    iid = doc.get("instance_id")
+    if isinstance(iid, str) and iid != _instance_of(path):
+        notes.append(f"{label}: field instance_id is {iid!r}; the file name's instance is used")
+    return ParsedLog(traj.events, traj.info, raw, "mini-swe-agent-traj", "mini-swe-agent", model_of(traj.info), notes)
+
+
 def _model_of(doc: dict[str, Any]) -> str | None:
     cfg = doc.get("replay_config")
     if isinstance(cfg, str):
@@ -249,13 +291,15 @@ def read_reports(reports_dir: Path, root: Sequence[Path], notes: list[str]) -> d
     for path in sorted(reports_dir.rglob("report.json")):
         label = display_path(path, root)
         try:
-            data = json.loads(path.read_bytes().decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError, OSError, RecursionError) as exc:
+            data = loads_trusted(path.read_bytes())  # a leading BOM accepted; a duplicated key refused
+        except (UnicodeDecodeError, json.JSONDecodeError, DuplicateKey, OSError, RecursionError) as exc:
             notes.append(f"{label}: unreadable evaluation report ({describe(exc)}); ignored")
             continue
         if not isinstance(data, dict):
             notes.append(f"{label}: evaluation report is not a JSON object; ignored")
             continue
+        if "resolved" in data or "tests_status" in data:  # one instance's report, in a folder named after it
+            data = {path.parent.name: data}
         for iid, entry in data.items():
             if isinstance(entry, dict):
                 out[iid] = (entry, label)
@@ -324,9 +368,9 @@ def read_corpus(cfg: dict[str, Any], root: Path, roots: Sequence[Path]) -> tuple
             raise FileNotFoundError(f"{display_path(run_dir, roots)}: trajectories folder not found")
         run = run_dir.name
         reports = read_reports(root / reports_dirs[i], roots, notes) if reports_dirs else {}
-        for path in sorted(run_dir.rglob("*.traj")):
+        for path in sorted([*run_dir.rglob("*.traj"), *run_dir.rglob("*" + MINI_SUFFIX)]):
             label = display_path(path, roots)
-            iid = path.name[: -len(".traj")]
+            iid = _instance_of(path)
             base = {"benchmark": benchmark, "source": run, "task_id": iid}
             if iid not in by_id:
                 exclusions.append(Exclusion(path=label, reason=f"unknown task: '{iid}' is not in {tasks_file}",
@@ -337,7 +381,7 @@ def read_corpus(cfg: dict[str, Any], root: Path, roots: Sequence[Path]) -> tuple
                 exclusions.append(Exclusion(path=label, reason=f"link outside the corpus root: {'; '.join(links)}", **base))
                 continue
             try:
-                events, info, doc, raw = parse_traj_file(path, label)
+                log = parse_log_file(path, label)
             except ValueError as exc:
                 exclusions.append(Exclusion(path=label, reason=f"unreadable agent log: {exc}", **base))
                 continue
@@ -348,23 +392,24 @@ def read_corpus(cfg: dict[str, Any], root: Path, roots: Sequence[Path]) -> tuple
                 continue
             entry, report_label = reports.get(iid, (None, None))
             kwargs = {} if max_chars is None else {"max_chars": max_chars}
+            exit_status = log.info.get("exit_status")
             trajectory, why = read_guarded(lambda: Trajectory(
                 trajectory_id=f"{benchmark}/{run}/{iid}",
                 benchmark=benchmark,
                 task_id=iid,
-                harness=str(cfg.get("harness") or "swe-agent"),
-                model=str(cfg.get("model") or _model_of(doc) or "unknown"),
+                harness=str(cfg.get("harness") or log.harness),
+                model=str(cfg.get("model") or log.model or "unknown"),
                 condition=condition,
                 source=run,
                 trial=iid,
                 outcome=outcome_of(entry, report_label),
                 test_results=test_results_of(entry),
-                events=events,
+                events=log.events,
                 source_path=label,
-                log_format="swe-agent-traj",
+                log_format=log.log_format,
                 log_files=[label],
-                size=log_size([raw], events, **kwargs),
-                notes=[f"{label}: exit_status={info.get('exit_status')}"] if info.get("exit_status") else [],
+                size=log_size([log.raw], log.events, **kwargs),
+                notes=([f"{label}: exit_status={exit_status}"] if exit_status else []) + log.notes,
             ), what=f"unreadable trajectory: {label}", strict=bool(cfg.get("strict")))
             if trajectory is None:
                 exclusions.append(Exclusion(path=label, reason=str(why), **base))

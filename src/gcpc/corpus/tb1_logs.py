@@ -7,7 +7,9 @@ tests); `commands.txt` lists those keystrokes. What the session shows depends on
 * **mini-swe-agent** prints a real transcript: the system and task prompts, then per step
   `mini-swe-agent (step N, $cost):`, the model's response (a `THOUGHT:` paragraph and one
   fenced `bash` block), and `User:` with the command's `<returncode>` and `<output>` (or a
-  timeout / format-error message). Its LiteLLM logging-error tracebacks are interleaved.
+  timeout / format-error message). Its LiteLLM logging-error tracebacks are interleaved. The turns
+  are split and classified by `gcpc.corpus.mini_swe_agent`, the parser the agent's `.traj.json`
+  files are read with too.
 * **OpenHands** prints only installation output and runtime logging: no agent step is visible.
 * **the orchestrator agent** does not use the session at all: a shell prompt, or the
   recording start and stop.
@@ -34,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gcpc.corpus.mini_swe_agent import observation, response_parts
 from gcpc.corpus.models import Event, EventKind, SourceRef
 from gcpc.corpus.terminal import CleanText, Counter, LogLine, iter_pane, iter_stream
 
@@ -96,9 +99,6 @@ _RULE = re.compile(r"^\u2500{20,}$")
 _LITELLM = re.compile(r"^\d\d:\d\d:\d\d - LiteLLM:[A-Z]+")
 _EXC_LINE = re.compile(r"^[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)\b")
 _CHAINED = ("During handling of the above exception", "The above exception was the direct cause")
-_FENCE_OPEN = re.compile(r"^```bash\s*$")
-_FENCE_CLOSE = re.compile(r"^```\s*$")
-_RETURNCODE = re.compile(r"^<returncode>(-?\d+)</returncode>")
 _MINI_NOT_FOUND = re.compile(r"(?:^|: )mini: command not found$")
 
 
@@ -124,10 +124,6 @@ class _Sink:
             index=len(self.events), kind=kind, text=text, tool=tool, is_error=is_error,
             source=SourceRef(path=self.label, line=first.line, end_line=last.end_line,
                              byte_start=first.byte_start, byte_end=last.byte_end)))
-
-
-def _join(lines: list[LogLine]) -> str:
-    return "\n".join(ln.text for ln in lines).strip("\n")
 
 
 def _trim(lines: list[LogLine]) -> list[LogLine]:
@@ -157,7 +153,7 @@ def _trimmed(lines: Iterable[LogLine]) -> Iterator[LogLine]:
 
 
 class _Block:
-    """`prefix + _join(_trim(lines))` and the first and last line, built as the lines stream in.
+    """`prefix` + the lines joined (no blank line at either end), the first and last line, built as they stream in.
 
     No LogLine is kept per line, and the text grows in place (`acc += piece` on the only reference
     resizes the string, which the allocator does without a copy for large blocks), so a block as
@@ -379,13 +375,9 @@ class _MiniParser:
             return j
         if not block:
             return j  # the final, empty `User:` after the submission command
-        m = _RETURNCODE.match(text)
-        if m:
-            self.sink.add(EventKind.TOOL_OUTPUT, text, header, last, tool="bash", is_error=int(m.group(1)) != 0)
-        elif text.startswith("The last command <command>") and "timed out" in text.split("\n", 1)[0]:
-            self.sink.add(EventKind.TOOL_OUTPUT, text, header, last, tool="bash", is_error=True)
-        else:
-            self.sink.add(EventKind.SYSTEM, "[harness message]\n" + text, header, last)
+        kind, shown, is_error = observation(text)
+        self.sink.add(kind, shown, header, last, tool="bash" if kind == EventKind.TOOL_OUTPUT else None,
+                      is_error=is_error)
         return j
 
     def _response(self, lines: _Window, i: int) -> int:
@@ -397,23 +389,11 @@ class _MiniParser:
         if not block:
             self.sink.add(EventKind.AGENT_MESSAGE, f"({header.text.rstrip(':')}: empty response)", header, header)
             return j
-        opens = [k for k, ln in enumerate(block) if _FENCE_OPEN.match(ln.text)]
-        fences: list[tuple[int, int]] = []
-        for k in opens:
-            close = next((c for c in range(k + 1, len(block)) if _FENCE_CLOSE.match(block[c].text)), None)
-            if close is not None and (not fences or k > fences[-1][1]):
-                fences.append((k, close))
-        if len(fences) != 1:
-            # mini-swe-agent executes nothing unless there is exactly one bash block
-            self.sink.add(EventKind.AGENT_MESSAGE, _join(block), header, block[-1])
-            return j
-        k, close = fences[0]
-        before, command, after = _trim(block[:k]), block[k + 1:close], _trim(block[close + 1:])
-        if before:
-            self.sink.add(EventKind.AGENT_MESSAGE, _join(before), header, before[-1])
-        self.sink.add(EventKind.TOOL_CALL, "\n".join(ln.text for ln in command), block[k], block[close], tool="bash")
-        if after:
-            self.sink.add(EventKind.AGENT_MESSAGE, _join(after), after[0], after[-1])
+        for n, part in enumerate(response_parts([ln.text for ln in block])):
+            # a message that opens the response is pointed at from its step header
+            first = header if n == 0 and part.kind == EventKind.AGENT_MESSAGE else block[part.first]
+            self.sink.add(part.kind, part.text, first, block[part.last],
+                          tool="bash" if part.kind == EventKind.TOOL_CALL else None)
         return j
 
 

@@ -43,11 +43,13 @@ from typing import Any
 
 from gcpc.corpus.guard import allowed, outside_links, read_guarded
 from gcpc.corpus.harbor import display_path
+from gcpc.corpus.ids import id_problem
 from gcpc.corpus.ingest import log_fingerprint, remember_fingerprint
 from gcpc.corpus.models import Exclusion, Outcome, Task, Trajectory, VerifierTest
 from gcpc.corpus.parallel import map_ordered
 from gcpc.corpus.size import log_size
 from gcpc.corpus.tb1_logs import TypedCommand, parse_commands, read_session
+from gcpc.io import DuplicateKey, loads_trusted
 
 BENCHMARK = "terminal-bench-1"
 TRIAL_NAME = re.compile(r"^(?P<task>.+)\.(?P<k>\d+)-of-(?P<n>\d+)(?:\.(?P<batch>.+))?$")
@@ -61,19 +63,25 @@ TEST_NAME = re.compile(r"^test\w*(?:\[.*\])?$", re.DOTALL)
 _MANGLED = re.compile(r"^(test\w*(?:\[[^\]]*\])?) - ", re.DOTALL)
 
 
+DUPLICATE = "duplicate key"
+"""In the reason of a results.json refused for a duplicated key (`gcpc.io.loads_trusted`): the trial is excluded."""
+
+
 def _load_json(path: Path, label: str) -> tuple[Any, str | None]:
-    if not path.is_file():
-        return None, f"{label} missing"
     try:
-        return json.loads(path.read_bytes().decode("utf-8")), None
+        if not path.is_file():
+            return None, f"{label} missing"
+        return loads_trusted(path.read_bytes()), None
+    except DuplicateKey as exc:
+        return None, f"{label}: {exc}"
     except UnicodeDecodeError as exc:
         return None, f"{label}: not UTF-8 ({exc.reason} at byte {exc.start})"
     except json.JSONDecodeError as exc:
         return None, f"{label}: invalid JSON ({exc.msg}, line {exc.lineno} column {exc.colno})"
     except RecursionError:
         return None, f"{label}: JSON nested too deeply"
-    except OSError as exc:
-        return None, f"{label}: unreadable ({exc})"
+    except OSError as exc:  # its message would hold the absolute path; the file is named already
+        return None, f"{label}: unreadable ({exc.strerror or type(exc).__name__})"
 
 
 def normalize_test_key(key: str) -> str:
@@ -116,9 +124,15 @@ def _is_trial_folder(path: Path) -> bool:
 
 
 def _batch_at(folder: Path, run: str, notes: list[str], label: str) -> Batch | None:
-    data, _ = _load_json(folder / "results.json", "results.json")
+    data, why = _load_json(folder / "results.json", "results.json")
     if not (isinstance(data, dict) and isinstance(data.get("results"), list)):
-        return None
+        if why is not None and why.endswith("missing"):
+            return None
+        problem = why or (f"field 'results' is {type(data.get('results')).__name__}, not a list"
+                          if isinstance(data, dict) else f"a JSON {type(data).__name__}, not an object")
+        notes.append(f"{label}/{problem if why else 'results.json: ' + problem}; the run-level list of trials is "
+                     f"not used, agent and model come from run_metadata.json, tb.lock or the run folder name")
+        data = {"results": []}
     meta, _ = _load_json(folder / "run_metadata.json", "run_metadata.json")
     lock, _ = _load_json(folder / "tb.lock", "tb.lock")
     meta = meta if isinstance(meta, dict) else {}
@@ -171,19 +185,36 @@ def find_runs(runs_dir: Path) -> list[Path]:
 
 
 def scan_run(run_path: Path, root: Sequence[Path], notes: list[str],
-             refused: list[Path] | None = None) -> tuple[list[TrialFolder], list[Batch]]:
+             refused: list[Path] | None = None,
+             unreadable: list[tuple[Path, str]] | None = None) -> tuple[list[TrialFolder], list[Batch]]:
     """Trial folders and batches of one run; per-trial results.json parsed. Folder links leaving
-    the corpus are not descended; they are added to `refused`."""
+    the corpus are not descended; they are added to `refused`; folders that cannot be listed are added
+    to `unreadable` with the reason."""
     refused = refused if refused is not None else []
+    unreadable = unreadable if unreadable is not None else []
     trials: list[TrialFolder] = []
     batches: list[Batch] = []
 
+    seen = {os.path.realpath(p) for p in (run_path, *run_path.parents)}  # a link back up is a loop
+
     def walk(folder: Path, batch: Batch | None) -> None:
+        if folder != run_path:
+            real = os.path.realpath(folder)
+            if real in seen:
+                unreadable.append((folder, "folder link loop: a link leads back to a folder already visited "
+                                           "(not descended again)"))
+                return
+            seen.add(real)
+        try:
+            children = sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+        except OSError as exc:
+            unreadable.append((folder, f"unreadable folder ({exc.strerror or type(exc).__name__})"))
+            return
         here = _batch_at(folder, run_path.name, notes, display_path(folder, root))
         if here is not None:
             batches.append(here)
             batch = here
-        for child in sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")):
+        for child in children:
             if not allowed(child):
                 refused.append(child)
                 continue
@@ -215,15 +246,18 @@ class Scan:
     batches: list[Batch]
     notes: list[str]
     refused: list[Path] = field(default_factory=list)
+    unreadable: list[tuple[Path, str]] = field(default_factory=list)
 
 
-def _scan_one(run: Path, root: Sequence[Path]) -> tuple[list[TrialFolder], list[Batch], list[str], list[Path]]:
-    """`scan_run` of one run with its own notes and refused links (in a worker: all four go back to the parent,
-    trials and batches in one pickle, so each trial still points at its own batch object)."""
+def _scan_one(run: Path, root: Sequence[Path]) -> tuple[list[TrialFolder], list[Batch], list[str], list[Path],
+                                                        list[tuple[Path, str]]]:
+    """`scan_run` of one run with its own notes, refused links and unreadable folders (in a worker: all go back
+    to the parent, trials and batches in one pickle, so each trial still points at its own batch object)."""
     notes: list[str] = []
     refused: list[Path] = []
-    trials, batches = scan_run(run, root, notes, refused)
-    return trials, batches, notes, refused
+    unreadable: list[tuple[Path, str]] = []
+    trials, batches = scan_run(run, root, notes, refused, unreadable)
+    return trials, batches, notes, refused, unreadable
 
 
 def scan(runs_dirs: Sequence[Path], root: Sequence[Path], workers: int = 1) -> Scan:
@@ -243,16 +277,18 @@ def scan(runs_dirs: Sequence[Path], root: Sequence[Path], workers: int = 1) -> S
     batches: list[Batch] = []
     notes: list[str] = []
     refused: list[Path] = []
+    unreadable: list[tuple[Path, str]] = []
     for ok, run in order:
         if not ok:
             refused.append(run)
             continue
-        t, b, n, r = next(scanned)
+        t, b, n, r, u = next(scanned)
         trials += t
         batches += b
         notes += n
         refused += r
-    return Scan(sorted(trials, key=lambda t: t.path.as_posix()), batches, notes, refused)
+        unreadable += u
+    return Scan(sorted(trials, key=lambda t: t.path.as_posix()), batches, notes, refused, unreadable)
 
 
 # --- tasks ----------------------------------------------------------------------------------
@@ -388,8 +424,14 @@ def find_duplicates(trials: list[TrialFolder]) -> dict[Path, TrialFolder]:
 def read_trial(tf: TrialFolder, tasks_by_id: dict[str, Task] | None, *, root: Sequence[Path],
                condition: str = "unknown", render_max_chars: int | None = None) -> Trajectory | Exclusion:
     label = display_path(tf.path, root)
+    for what, name in (("run folder name", tf.run), ("task folder name", tf.task_from_name),
+                       ("trial folder name", tf.path.name), *(("batch folder name", b) for b in tf.rel.split("/")[:-2])):
+        if id_problem(name):
+            return Exclusion(path=label, reason=f"invalid id: {what} {id_problem(name)}", benchmark=BENCHMARK)
     task_id = str((tf.result or {}).get("task_id") or tf.task_from_name)
     base = {"benchmark": BENCHMARK, "source": tf.run, "task_id": task_id}
+    if tf.result_why and DUPLICATE in tf.result_why:
+        return Exclusion(path=label, reason=f"unreadable results: {label}/{tf.result_why}", **base)
     if tasks_by_id is not None and task_id not in tasks_by_id:
         return Exclusion(path=label, reason=f"unknown task: '{task_id}' has no instruction in any results.json",
                          **base)
@@ -405,7 +447,7 @@ def read_trial(tf: TrialFolder, tasks_by_id: dict[str, Task] | None, *, root: Se
             typed, cnotes = parse_commands((tf.path / "commands.txt").read_bytes().decode("utf-8", errors="replace"),
                                            f"{label}/commands.txt")
         except OSError as exc:
-            cnotes = [f"{label}/commands.txt: unreadable ({exc})"]
+            cnotes = [f"{label}/commands.txt: unreadable ({exc.strerror or type(exc).__name__})"]
         notes += cnotes
     else:
         notes.append(f"{label}: no commands.txt; the test phase is found by its command line only")
@@ -413,16 +455,28 @@ def read_trial(tf: TrialFolder, tasks_by_id: dict[str, Task] | None, *, root: Se
     try:
         session, raw = read_session(tf.path / log_rel, log_label, typed)
     except OSError as exc:
-        return Exclusion(path=label, reason=f"unreadable agent log: {log_label} ({exc})", **base)
+        return Exclusion(path=label, reason=f"unreadable agent log: {log_label} ({exc.strerror or type(exc).__name__})",
+                         **base)
     if log_rel != LOG_FILES[0]:
         notes.append(f"{label}: no sessions/agent.log; the pane capture panes/post-agent.txt is used")
     notes += session.notes
+    events = session.events
+    if any("\x00" in e.text for e in events):
+        n_nul = sum(e.text.count("\x00") for e in events)
+        events = [e.model_copy(update={"text": e.text.replace("\x00", "")}) if "\x00" in e.text else e for e in events]
+        notes.append(f"{log_label}: {n_nul} NUL byte(s) removed from the shown text")
+    if log_rel == LOG_FILES[0] and _recording_unfinished(tf.path / log_rel):
+        notes.append(f"{log_label}: asciinema started recording but never reported it finished; "
+                     f"the log may be cut short")
     if tf.result is None:
         notes.append(f"{label}/{tf.result_why}")
     else:
         value, pr = tf.result.get("is_resolved"), tf.result.get("parser_results")
         if "is_resolved" in tf.result and value is not None and not isinstance(value, bool):
             notes.append(f"{label}/results.json: field is_resolved is {value!r}, not true/false/null; outcome 'other'")
+        if pr is not None and not isinstance(pr, dict):
+            notes.append(f"{label}/results.json: field parser_results is a {type(pr).__name__}, not an object; "
+                         f"no per-test results for this trial")
         if isinstance(pr, dict) and any(not isinstance(v, str) for v in pr.values()):
             notes.append(f"{label}/results.json: parser_results holds non-string statuses "
                          f"({', '.join(sorted(str(k) for k, v in pr.items() if not isinstance(v, str)))})")
@@ -439,13 +493,29 @@ def read_trial(tf: TrialFolder, tasks_by_id: dict[str, Task] | None, *, root: Se
         trial=tf.path.name,
         outcome=outcome_of(tf.result, tf.result_why),
         test_results=test_results_of(tf.result),
-        events=session.events,
+        events=events,
         source_path=label,
         log_format=LOG_FORMATS[log_rel],
         log_files=[log_label],
-        size=log_size([raw], session.events, **kwargs),
+        size=log_size([raw], events, **kwargs),
         notes=notes,
     )
+
+
+ASCIINEMA_START = b"asciinema: recording asciicast"
+ASCIINEMA_END = (b"asciinema: recording finished", b"asciinema: asciicast saved")
+_EDGE = 4096
+
+
+def _recording_unfinished(path: Path) -> bool:
+    """An agent.log whose first 4 KB show asciinema starting and whose last 4 KB hold neither of its closing lines."""
+    with path.open("rb") as fh:
+        head = fh.read(_EDGE)
+        if ASCIINEMA_START not in head:
+            return False
+        fh.seek(max(0, path.stat().st_size - _EDGE))
+        tail = fh.read(_EDGE)
+    return not any(marker in head + tail for marker in ASCIINEMA_END)
 
 
 def listed_without_folder(sc: Scan, root: Sequence[Path]) -> list[Exclusion]:
@@ -540,6 +610,9 @@ def read_corpus(cfg: dict[str, Any], root: Path, roots: Sequence[Path], workers:
         (exclusions if isinstance(item, Exclusion) else trajectories).append(item)
     exclusions += listed_without_folder(sc, roots)
     exclusions += [Exclusion(path=display_path(p, roots), benchmark=BENCHMARK, source=p.name,
-                             reason=f"link outside the corpus root: {display_path(p, roots)} -> {p.resolve()}")
+                             reason=f"link outside the corpus root: {display_path(p, roots)} -> "
+                                    f"{display_path(p.resolve(), roots)}")
                    for p in sc.refused]
+    exclusions += [Exclusion(path=display_path(p, roots), benchmark=BENCHMARK, reason=f"{why}: {display_path(p, roots)}")
+                   for p, why in sc.unreadable]
     return tasks, trajectories, exclusions, notes

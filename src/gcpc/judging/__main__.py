@@ -1,6 +1,7 @@
 """`python -m gcpc.judging ARM`: the judge stage for one arm."""
 
 import argparse
+import os
 import sys
 
 from gcpc import paths
@@ -18,5 +19,9 @@ if __name__ == "__main__":
         with stage_errors():
             counts = judge_stage(load_llm_params(args), args.arm, paths.INGEST, paths.SYNTHESIZE, paths.judge_dir(args.arm))
     except FailureBudgetExceeded as exc:
+        sys.exit(f"error: {exc}")
+    except ValueError as exc:  # an input that is not what its stage wrote (gcpc.io stage manifest), a bad record
+        if os.environ.get("GCPC_DEBUG") == "1":
+            raise
         sys.exit(f"error: {exc}")
     print(f"judge[{args.arm}]: {counts.ok}/{counts.written} trajectories judged -> {paths.judge_dir(args.arm)}")

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 from gcpc.corpus.models import Event, Trajectory
 from gcpc.io import content_hash
 from gcpc.judging.evidence import gate_verdicts
-from gcpc.judging.models import Judgment
+from gcpc.judging.models import ItemLabel, Judgment
 from gcpc.judging.spec import ArmInputs, ArmSpec, LogTooLong, fit_view, judge_view, task_key, visible_events
 from gcpc.judging.view import input_cuts
 from gcpc.llm import LLMClient, LLMRequest, request_identity, sampling_params
@@ -29,7 +29,7 @@ from gcpc.llm.schemas import ChecklistJudgment, checklist_judgment_schema
 from gcpc.synthesis.models import Checklist
 
 __all__ = ["ArmSpec", "build_request", "make_request", "build_generic_request", "check_one_verdict_per_item", "judge_checklist_arm",
-           "judge_generic_arm", "judgment_fields", "visible_events"]
+           "judge_generic_arm", "judgment_fields", "visible_events", "label_items", "checklist_items"]
 
 
 def judgment_fields(traj: Trajectory, arm: ArmSpec, llm_cfg: dict[str, Any], *, evidence_gate: bool | None = None) -> dict[str, Any]:
@@ -53,7 +53,7 @@ def make_request(purpose: str, messages: list, schema: type[BaseModel], template
 
 def build_request(events: Sequence[Event], checklist: Checklist, *, arm: ArmSpec, llm_cfg: dict[str, Any], template: PromptTemplate) -> LLMRequest:
     items = [{"item_id": i.item_id, "text": i.text} for i in checklist.items]
-    schema = arm.schema(checklist_judgment_schema([i["item_id"] for i in items]), ChecklistJudgment)
+    schema = arm.schema(checklist_judgment_schema([i["item_id"] for i in items]), ChecklistJudgment, llm_cfg)
     _, visible, messages, cut = fit_view(events, arm.view, llm_cfg, mark_authored=arm.mark_authored,
                                          render=lambda log: template.render(schema, items=items, log=log,
                                                                             marked=arm.mark_authored))
@@ -68,7 +68,7 @@ def generic_items(arm: ArmSpec) -> list[dict[str, str]]:
 def build_generic_request(events: Sequence[Event], instruction: str, *, arm: ArmSpec, llm_cfg: dict[str, Any],
                           template: PromptTemplate) -> LLMRequest:
     items = generic_items(arm)
-    schema = arm.schema(checklist_judgment_schema([i["item_id"] for i in items]), ChecklistJudgment)
+    schema = arm.schema(checklist_judgment_schema([i["item_id"] for i in items]), ChecklistJudgment, llm_cfg)
     _, visible, messages, cut = fit_view(events, arm.view, llm_cfg, mark_authored=arm.mark_authored,
                                          render=lambda log: template.render(schema, items=items,
                                                                             instruction=instruction, log=log))
@@ -109,17 +109,27 @@ def _gated_judgments(
         if not result.ok or result.parsed is None:
             out.append(Judgment(**common, status="failed", error=result.error))
             continue
-        items = items_of[traj.trajectory_id]
-        order = {i["item_id"]: n for n, i in enumerate(items)}
-        verdicts = sorted(ChecklistJudgment.model_validate(result.parsed).verdicts, key=lambda v: order[v.item_id])
-        labels = gate_verdicts(verdicts, traj.events, routes={i["item_id"]: i["route"] for i in items},
-                               test_refs={i["item_id"]: i.get("test_refs", []) for i in items}, enabled=arm.evidence_gate,
-                               task_texts=[t for i in items for t in i.get("restate", ())],
-                               min_quote_chars=arm.min_quote_chars)
-        texts = {i["item_id"]: i.get("text") for i in items}
-        labels = [lab.model_copy(update={"text": texts[lab.item_id]}) for lab in labels]
-        out.append(Judgment(**common, status="ok", labels=labels))
+        out.append(Judgment(**common, status="ok", labels=label_items(result.parsed, traj.events,
+                                                                        items_of[traj.trajectory_id], arm)))
     return out
+
+
+def label_items(parsed: dict[str, Any], events: Sequence[Event], items: list[dict[str, Any]], arm: ArmSpec) -> list[ItemLabel]:
+    """A validated ChecklistJudgment as item labels, in checklist order, through the arm's evidence gate
+    (also what gcpc's Inspect scorer does with its judge's answer)."""
+    order = {i["item_id"]: n for n, i in enumerate(items)}
+    verdicts = sorted(ChecklistJudgment.model_validate(parsed).verdicts, key=lambda v: order[v.item_id])
+    labels = gate_verdicts(verdicts, events, routes={i["item_id"]: i["route"] for i in items},
+                           test_refs={i["item_id"]: i.get("test_refs", []) for i in items}, enabled=arm.evidence_gate,
+                           task_texts=[t for i in items for t in i.get("restate", ())],
+                           min_quote_chars=arm.min_quote_chars)
+    texts = {i["item_id"]: i.get("text") for i in items}
+    return [lab.model_copy(update={"text": texts[lab.item_id]}) for lab in labels]
+
+
+def checklist_items(cl: Checklist) -> list[dict[str, Any]]:
+    """A frozen checklist's items as the labelling step reads them (route, test refs, texts the gate treats as the task)."""
+    return [{"item_id": i.item_id, "route": i.route, "test_refs": i.test_refs, "restate": [i.text, i.quote]} for i in cl.items]
 
 
 def judge_checklist_arm(inputs: ArmInputs, *, arm: ArmSpec, llm_cfg: dict[str, Any], client: LLMClient) -> list[Judgment]:
@@ -141,8 +151,7 @@ def judge_checklist_arm(inputs: ArmInputs, *, arm: ArmSpec, llm_cfg: dict[str, A
             out.append(Judgment(**judgment_fields(traj, arm, llm_cfg), checklist_hash=cl.checklist_hash, request_key=None,
                                 status="skipped", error=str(exc)))
             continue
-        items_of[traj.trajectory_id] = [{"item_id": i.item_id, "route": i.route, "test_refs": i.test_refs,
-                                         "restate": [i.text, i.quote]} for i in cl.items]
+        items_of[traj.trajectory_id] = checklist_items(cl)
         pending.append((traj, request, {"checklist_hash": cl.checklist_hash}))
     out += _gated_judgments(pending, arm=arm, llm_cfg=llm_cfg, client=client, items_of=items_of)
     return sorted(out, key=lambda j: j.trajectory_id)

@@ -22,7 +22,7 @@ SCALE_MAX = 10
 
 def build_holistic_request(events: Sequence[Event], instruction: str, *, arm: ArmSpec, llm_cfg: dict[str, Any],
                            template: PromptTemplate) -> LLMRequest:
-    schema = arm.schema(holistic_schema(), HolisticJudgment)
+    schema = arm.schema(holistic_schema(), HolisticJudgment, llm_cfg)
     _, visible, messages, cut = fit_view(events, arm.view, llm_cfg, mark_authored=arm.mark_authored,
                                          render=lambda log: template.render(schema, instruction=instruction, log=log))
     return make_request(f"judgment:{arm.name}", messages, HolisticJudgment, template, llm_cfg,

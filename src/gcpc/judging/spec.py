@@ -21,6 +21,7 @@ from gcpc.judging.authorship import authored_lines, line_authorship
 from gcpc.judging.authorship import mark_authored as mark_authored_text
 from gcpc.judging.view import ViewSettings, judge_input
 from gcpc.llm.prompts import LayoutTemplate
+from gcpc.llm.schemas import fit_schema_limits
 from gcpc.llm.tokens import count_tokens
 from gcpc.synthesis.models import Checklist
 
@@ -137,14 +138,21 @@ def fit_view(events: Sequence[Event], view: ViewSettings | int, llm_cfg: dict[st
     messages = render(log)
     if not window:
         return log, visible, messages, None
-    budget = int(int(window) * (1 - CONTEXT_MARGIN)) - int(llm_cfg.get("max_tokens") or 0)
+    # the window less the configured margin (its own tokenizer counts differently from cl100k) and the answer
+    margin = float(llm_cfg.get("context_margin", CONTEXT_MARGIN))
+    budget = int(int(window) * (1 - margin)) - int(llm_cfg.get("max_tokens") or 0)
 
     def tokens(msgs: Any) -> int:  # BPE counts: chars/4 runs 15-17 % low on these logs (bench/results/judge_input.json)
         return sum(count_tokens(m.content) for m in msgs)
 
-    needed = tokens(messages)
-    if needed <= budget:
+    def fits(msgs: Any) -> bool:
+        # a byte-level BPE token is at least one byte: a prompt of no more bytes than the budget fits uncounted
+        # (counting was a third of a judge stage's CPU on Terminal-Bench 1; issue 29)
+        return sum(len(m.content.encode("utf-8")) for m in msgs) <= budget or tokens(msgs) <= budget
+
+    if fits(messages):
         return log, visible, messages, None
+    needed = tokens(messages)
     longest = max((len(e.text) for e in events), default=0)
     lo, hi = MIN_EVENT_CHARS, min(max_chars, longest) if max_chars else longest
     attempt = judge_view(events, with_event_cap(view, lo), mark_authored=mark_authored)
@@ -153,7 +161,7 @@ def fit_view(events: Sequence[Event], view: ViewSettings | int, llm_cfg: dict[st
                          f"for the answer): {tokens(render(attempt[0]))} tokens with every event cut to {MIN_EVENT_CHARS} characters")
     while lo < hi:  # the largest cap that fits
         mid = (lo + hi + 1) // 2
-        if tokens(render(judge_view(events, with_event_cap(view, mid), mark_authored=mark_authored)[0])) <= budget:
+        if fits(render(judge_view(events, with_event_cap(view, mid), mark_authored=mark_authored)[0])):
             lo = mid
         else:
             hi = mid - 1
@@ -197,9 +205,10 @@ class ArmSpec:
         if self.view.max_event_chars != self.max_event_chars:
             object.__setattr__(self, "view", self.view.model_copy(update={"max_event_chars": self.max_event_chars}))
 
-    def schema(self, per_request: dict[str, Any], model: type) -> dict[str, Any]:
-        """The JSON schema a request of this arm carries."""
-        return per_request if self.reply_schema == "per_request" else model.model_json_schema()
+    def schema(self, per_request: dict[str, Any], model: type, llm_cfg: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The JSON schema a request of this arm carries, fitted to the judge server's `schema_limits`."""
+        schema = per_request if self.reply_schema == "per_request" else model.model_json_schema()
+        return fit_schema_limits(schema, (llm_cfg or {}).get("schema_limits"))
 
     @classmethod
     def from_params(cls, name: str, cfg: dict[str, Any], judging: dict[str, Any]) -> ArmSpec:

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from gcpc.corpus.models import Task, Trajectory
-from gcpc.io import atomic_path, iter_models_sized, read_models, write_jsonl, write_jsonl_lines, write_text
+from gcpc.io import (atomic_path, forget_outputs, iter_models_sized, read_models, record_outputs, verify_output, write_jsonl,
+                     write_jsonl_lines, write_text)
 from gcpc.judging.checklist_arm import judge_checklist_arm, judge_generic_arm
 from gcpc.judging.floor_arm import judge_floor_arm
 from gcpc.judging.holistic_arm import judge_holistic_arm
@@ -72,10 +73,12 @@ def judge_arm(arm: ArmSpec, trajectories: Sequence[Trajectory], *, llm_cfg: dict
 
 
 CHUNK_TRAJECTORIES = 200
-CHUNK_BYTES = 2_000_000
+CHUNK_BYTES = 8_000_000
 """A chunk is at most CHUNK_TRAJECTORIES trajectories and ends once its lines in trajectories.jsonl reach
 CHUNK_BYTES (a few large logs make a chunk alone), so a stage holds a bounded slice of its input (sync and
-concurrent modes; batch mode takes them all at once, so requests go into the fewest batches)."""
+concurrent modes; batch mode takes them all at once, so requests go into the fewest batches). Each chunk
+boundary drains the calls in flight, so chunks are as large as memory allows: 8 MB of lines (was 2 MB:
+24 chunks of ~44 trajectories on Terminal-Bench 1 left 32 concurrent slots mostly idle; issue 29)."""
 
 
 @dataclass(frozen=True)
@@ -103,7 +106,8 @@ def judge_stage(params: dict[str, Any], arm_name: str, ingest_dir: Path, synth_d
                   if "checklists" in reads else {})
     tasks = {(t.benchmark, t.task_id): t for t in read_models(ingest_dir / "tasks.jsonl", Task)} if "tasks" in reads else {}
     out_dir.mkdir(parents=True, exist_ok=True)
-    trajectories = ingest_dir / "trajectories.jsonl"
+    forget_outputs(out_dir)
+    trajectories = verify_output(ingest_dir / "trajectories.jsonl")  # whole, as ingest wrote it, before any request
     llm_cfg = params["judge"]
     budget = _Budget()
     if not ARM_KINDS[arm.kind].uses_model:
@@ -111,6 +115,7 @@ def judge_stage(params: dict[str, Any], arm_name: str, ingest_dir: Path, synth_d
         _judge_to_file(arm, trajectories, out_dir / "judgments.jsonl", budget, chunk or CHUNK_TRAJECTORIES,
                        None if chunk else CHUNK_BYTES, llm_cfg=llm_cfg, client=None, checklists=checklists, tasks=tasks)
         write_text(out_dir / "llm_calls.jsonl", "")
+        record_outputs(out_dir, ["judgments.jsonl"])
     else:
         with llm_session(llm_cfg, out_dir / "llm_calls.jsonl", progress=progress) as client:
             size = chunk or (sys.maxsize if client.mode == "batch" else CHUNK_TRAJECTORIES)
@@ -118,6 +123,7 @@ def judge_stage(params: dict[str, Any], arm_name: str, ingest_dir: Path, synth_d
             max_bytes = None if chunk or client.mode == "batch" else CHUNK_BYTES
             _judge_to_file(arm, trajectories, out_dir / "judgments.jsonl", budget, size, max_bytes, llm_cfg=llm_cfg,
                            client=client, checklists=checklists, tasks=tasks)
+        record_outputs(out_dir, ["judgments.jsonl"])  # rows and hashes finalize checks (the call log is not: it resumes)
         budget.check(llm_cfg, stage=f"judge[{arm_name}]")  # floors make no request, so they have nothing to fail
     return StageCounts(ok=budget.ok, written=budget.written)
 

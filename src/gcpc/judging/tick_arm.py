@@ -42,7 +42,7 @@ def check_distinct_questions(parsed: BaseModel, request: LLMRequest) -> None:
 
 
 def build_generation_request(instruction: str, *, arm: ArmSpec, llm_cfg: dict[str, Any], template: PromptTemplate) -> LLMRequest:
-    schema = arm.schema(tick_checklist_schema(**LIMITS), TickChecklist)
+    schema = arm.schema(tick_checklist_schema(**LIMITS), TickChecklist, llm_cfg)
     messages = template.render(schema, instruction=instruction)
     return make_request(f"tick_checklist:{arm.name}", messages, TickChecklist, template, llm_cfg,
                         {"instruction": instruction, "limits": dict(LIMITS)}, schema)
@@ -52,7 +52,7 @@ def build_question_requests(traj: Trajectory, instruction: str, questions: list[
                             template: PromptTemplate) -> list[LLMRequest]:
     """One request per question, all over the same log: fitted to the context window with the longest question."""
     longest = max(questions, key=len, default="")
-    schema = arm.schema(tick_answer_schema(), TickAnswer)
+    schema = arm.schema(tick_answer_schema(), TickAnswer, llm_cfg)
     log, visible, _, cut = fit_view(traj.events, arm.view, llm_cfg, mark_authored=arm.mark_authored,
                                     render=lambda log: template.render(schema, instruction=instruction, log=log, question=longest))
     extra = {"context_cut": cut} if cut else {}

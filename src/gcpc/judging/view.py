@@ -8,7 +8,8 @@ Every arm gets its log through `judge_input` (via `spec.judge_view`), in this or
 2. **Installation output collapsed.** Inside any other output, a run of at least
    `collapse_install_min_lines` package-install / progress lines (`gcpc.corpus.noise.INSTALL_LINE`)
    becomes one marked summary line plus the run's last line.
-3. **Per-event cut** (`max_event_chars`, the paper's setting): head and tail kept, cut marked.
+3. **Per-event cut** (`max_event_chars`, default 4,000; 0 = none): head and tail kept, cut marked.
+   The paper states no cut: this is the named extension `max_event_chars` (docs/fidelity.md).
 4. **Per-trajectory budget** (`max_log_chars`): if the log is still longer, the longest events are
    cut first, all to the same length (the largest length that fits), each cut marked.
 

@@ -80,22 +80,24 @@ def shared_cache(cfg: dict[str, Any]) -> SharedCache | None:
     return SharedCache(where) if where is not None else None
 
 
-def make_client(cfg: dict[str, Any], store_path: str | Path, *, progress: bool = True) -> LLMClient:
+def make_client(cfg: dict[str, Any], store_path: str | Path, *, progress: bool = True, repeat: int | None = None) -> LLMClient:
     settings = _settings(cfg)
     provider = make_provider(cfg)
     mode = "batch" if settings.mode == "batch" else "sync"
     return LLMClient(provider, CallStore(store_path), max_attempts=settings.max_attempts, progress=progress,
                      concurrency=settings.concurrency, mode=mode, batch=settings.batch,
                      batch_error_retries=settings.retry.max_retries, shared=shared_cache(cfg),
-                     retry_refused=settings.retry_refused)
+                     retry_refused=settings.retry_refused, repeat=repeat)
 
 
 @contextmanager
-def llm_session(cfg: dict[str, Any], store_path: str | Path, *, progress: bool = True) -> Iterator[LLMClient]:
+def llm_session(cfg: dict[str, Any], store_path: str | Path, *, progress: bool = True,
+                repeat: int | None = None) -> Iterator[LLMClient]:
     """A client for one stage run. On success the call store is compacted to the requests this run
     used and `usage_summary.json` is written beside it; on failure the store keeps every finished
-    call so a re-run resumes. The store is closed either way."""
-    client = make_client(cfg, store_path, progress=progress)
+    call so a re-run resumes. The store is closed either way. `repeat` (a repeated judging pass's
+    number) makes every request of the run a new one (`LLMRequest.repeat`)."""
+    client = make_client(cfg, store_path, progress=progress, repeat=repeat)
     try:
         yield client
         client.store.compact(client.used_keys)

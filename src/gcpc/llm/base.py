@@ -49,6 +49,11 @@ class LLMRequest(BaseModel):
         default_factory=dict,
         description="structured inputs the messages were rendered from; only the heuristic provider reads them",
     )
+    repeat: int | None = Field(
+        default=None, ge=2,
+        description="pass number of a repeated judging pass (>= 2), else None: part of the request's identity (key and "
+                    "shared cache), so a repeated pass is a new request to the provider; the provider is sent the same messages",
+    )
 
     @property
     def key(self) -> str:
@@ -56,12 +61,14 @@ class LLMRequest(BaseModel):
 
         `purpose` (which arm or stage asks) is left out: two arms that send the provider the same
         request (gcpc and its evidence-gate variant, which gates after the call) share one call
-        through the shared cache."""
+        through the shared cache. `repeat` counts only when set, so a request of pass 1 (or of any
+        other stage) has the key it had before the field existed."""
         shared = self.shared_inputs()
+        unset = self._unset()
         if not shared:
-            return content_hash(self.model_dump(mode="json", exclude={"purpose"}))
+            return content_hash(self.model_dump(mode="json", exclude={"purpose", *unset}))
         # the same bytes as above, with the events (shared by every question over one log) encoded once
-        top = self.model_dump(mode="json", exclude={"purpose": True, "inputs": set(shared)})
+        top = self.model_dump(mode="json", exclude={"purpose": True, "inputs": set(shared)} | dict.fromkeys(unset, True))
         inputs = {k: canonical_json(v) for k, v in top.pop("inputs").items()}
         inputs |= {k: canonical_json_shared(self.inputs[k]) for k in shared}
         parts = {k: canonical_json(v) for k, v in top.items()} | {"inputs": canonical_json_parts(inputs)}
@@ -70,11 +77,16 @@ class LLMRequest(BaseModel):
     def json_dump(self) -> dict[str, Any]:
         """model_dump(mode="json"), with the shared inputs converted once for all the requests that share them."""
         shared = self.shared_inputs()
+        unset = self._unset()
         if not shared:
-            return self.model_dump(mode="json")
-        data = self.model_dump(mode="json", exclude={"inputs": set(shared)})
+            return self.model_dump(mode="json", exclude=set(unset))
+        data = self.model_dump(mode="json", exclude={"inputs": set(shared)} | dict.fromkeys(unset, True))
         data["inputs"] |= {k: jsonable_shared(self.inputs[k]) for k in shared}
         return data
+
+    def _unset(self) -> list[str]:
+        """Optional identity fields left at None: out of the key and the record (records stay as they were)."""
+        return ["repeat"] if self.repeat is None else []
 
     def shared_inputs(self) -> list[str]:
         """The `inputs` keys (SHARED_INPUTS) holding a list, encoded once for all the requests that share it."""

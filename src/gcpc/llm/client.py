@@ -83,6 +83,10 @@ def _parse(text: str, output_type: type[BaseModel], json_schema: dict[str, Any] 
     return output_type.model_validate_json(stripped)
 
 
+parse_reply = _parse
+"""The client's reply validation, for callers that get replies elsewhere (gcpc's Inspect scorer)."""
+
+
 def batch_entry_bytes(provider: Any, request: LLMRequest) -> int:
     """Bytes one request adds to a batch: the provider's own batch line where it has one, else the messages as JSON."""
     line = provider.batch_line(request) if hasattr(provider, "batch_line") else [m.model_dump() for m in request.messages]
@@ -149,6 +153,7 @@ class LLMClient:
         batch_error_retries: int = 3,
         shared: SharedCache | None = None,
         retry_refused: bool = False,
+        repeat: int | None = None,
     ):
         if max_attempts < 1:
             raise ValueError("max_attempts must be >= 1")
@@ -168,6 +173,9 @@ class LLMClient:
         self.batch_error_retries = batch_error_retries
         self.shared = shared
         self.retry_refused = retry_refused
+        if repeat is not None and repeat < 2:
+            raise ValueError(f"repeat is the pass number of a repeated pass (>= 2), not {repeat!r}")
+        self.repeat = repeat
         self.shared_hits = 0
         self._collected: set[str] = set()
         self.used_keys: set[str] = set()
@@ -333,8 +341,16 @@ class LLMClient:
             return cause
         return ProviderError(f"request {key[:12]} ({request.purpose}): {record.error}")
 
+    def _stamp(self, request: LLMRequest) -> LLMRequest:
+        """The request as this client sends it: in a repeated pass (`repeat`) it carries the pass number,
+        so its key, its store entry and its shared-cache entry are its own, never pass 1's answer."""
+        if self.repeat is None or request.repeat == self.repeat:
+            return request
+        return request.model_copy(update={"repeat": self.repeat})
+
     # ---- serial -----------------------------------------------------------------------------
     def run_one(self, request: LLMRequest, output_type: type[BaseModel], check: Check | None = None) -> CallResult:
+        request = self._stamp(request)
         if self.mode == "batch":
             return self.run([request], output_type, check, desc=request.purpose)[0]
         result = self._serial(request.key, request, output_type, check)
@@ -378,6 +394,7 @@ class LLMClient:
         desc: str = "llm",
     ) -> list[CallResult]:
         """Answer every request; results come back in input order whatever the mode."""
+        requests = [self._stamp(r) for r in requests]
         keys = [r.key for r in requests]
         self.used_keys.update(keys)
         results: dict[str, CallResult] = {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Sequence
@@ -153,11 +154,60 @@ def holistic_schema(*, rationale_max: int = RATIONALE_MAX_CHARS) -> dict[str, An
                   "description": "0 = nothing the task asks for was achieved, 10 = everything was"}})
 
 
+def _import_jsonschema() -> Any:
+    """jsonschema, imported without its optional 'iri' format checker: `rfc3987_syntax` (installed beside
+    jupyter through jsonschema[format-nongpl]) builds 39 Earley grammars when imported, seconds of CPU in every
+    stage that validates a reply (issue 29's profile). gcpc's schemas assert no formats, so nothing is lost; a
+    later import of rfc3987_syntax by anything else still works."""
+    import sys
+
+    if "jsonschema" in sys.modules:
+        return sys.modules["jsonschema"]
+    blocked = "rfc3987_syntax" not in sys.modules
+    if blocked:
+        sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment] - makes `import rfc3987_syntax` raise ImportError
+    try:
+        import jsonschema
+    finally:
+        if blocked and sys.modules.get("rfc3987_syntax", 0) is None:
+            del sys.modules["rfc3987_syntax"]
+    return jsonschema
+
+
+@functools.lru_cache(maxsize=1024)
+def _validator(schema_json: str) -> Any:
+    """One compiled validator per distinct schema: a stage validates thousands of replies against a few schemas."""
+    return _import_jsonschema().Draft202012Validator(json.loads(schema_json))
+
+
+def fit_schema_limits(schema: dict[str, Any], limits: dict[str, Any] | None) -> dict[str, Any]:
+    """The schema within what a server's decoder can compile (the llm config's `schema_limits`): every
+    `maxLength` above `max_string_length` lowered to it (and a `minLength` above it too). Unchanged without
+    limits. Issue 30: llama.cpp turns `maxLength: 1500` into 1,500 nested grammar rules and its server died
+    parsing them; 1,000 compiled. The narrower schema is the one shown, sent, validated and keyed, so a
+    cached answer is always an answer to it."""
+    if not limits or limits.get("max_string_length") is None:
+        return schema
+    cap = int(limits["max_string_length"])
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            out = {k: walk(v) for k, v in node.items()}
+            for k in ("maxLength", "minLength"):
+                if isinstance(out.get(k), int) and out[k] > cap:
+                    out[k] = cap
+            return out
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        return node
+
+    return walk(schema)
+
+
 def schema_errors(instance: Any, schema: dict[str, Any], *, limit: int = 5) -> list[str]:
     """JSON Schema (2020-12) violations of a parsed reply, as 'path: message' lines (empty = valid)."""
-    import jsonschema  # here: stages that only read judgments (scoring, analyses) need not import it
-
-    validator = jsonschema.Draft202012Validator(schema)
+    # jsonschema is imported here, not at the top: stages that only read judgments (scoring, analyses) need not
+    validator = _validator(json.dumps(schema, sort_keys=True))
     errors = sorted(validator.iter_errors(instance), key=lambda e: (list(map(str, e.absolute_path)), e.message))
     out = []
     for e in errors[:limit]:

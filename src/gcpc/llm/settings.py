@@ -16,7 +16,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 SAMPLING_KEYS = ("temperature", "max_tokens", "seed", "top_p", "reasoning_effort", "effort", "extra_body", "structured_output")
-"""Config keys that change what the model is asked, so they are part of the request key."""
+"""Config keys that change what the model is asked, so they are part of the request key (with the wire-schema
+settings of `wire_schema_settings` and, under `max_tokens_from_schema`, the schema-sized `max_tokens`)."""
 
 STRUCTURED_OUTPUT_MODES = ("json_schema", "json_object", "prompt")
 """How the request's JSON schema reaches the server (`structured_output`; unset = json_schema):
@@ -71,6 +72,13 @@ class Prices(_Strict):
     source: str | None = None
 
 
+class SchemaLimits(_Strict):
+    """What a server kind's structured-output decoder can compile, stated in its llm config (`schema_limits`);
+    every request schema is fitted to it before it is shown, sent or keyed (`gcpc.llm.schemas.fit_schema_limits`)."""
+
+    max_string_length: int | None = Field(default=None, ge=1, description="largest maxLength the decoder compiles")
+
+
 class LLMSettings(_Strict):
     provider: Literal["heuristic", "instant", "replay", "anthropic", "openai"]
     model: str
@@ -84,6 +92,10 @@ class LLMSettings(_Strict):
                                                                  "off for decoders that slow down on them; the client checks them either way")
     json_schema_strict: bool = Field(default=True, description="json_schema mode: OpenAI strict subset (length limits stated in descriptions, "
                                                                "checked by the client) with strict: true; false sends the full schema")
+    schema_limits: SchemaLimits | None = None
+    context_margin: float = Field(default=0.05, ge=0, lt=1, description="share of context_window kept free when the judge "
+                                  "view is fitted with cl100k counts: the model's own tokenizer may count more (measured "
+                                  "per model family, stated in its config)")
     seed: int | None = None
     top_p: float | None = None
     reasoning_effort: str | None = None
@@ -145,6 +157,8 @@ def sampling_params(cfg: dict[str, Any], json_schema: dict[str, Any] | None = No
     provider = cfg.get("recorded_provider", cfg.get("provider")) if cfg.get("provider") == "replay" else cfg.get("provider")
     if provider == "heuristic":
         out["heuristic_rules"] = heuristic_rules_hash()
+    if provider == "openai":
+        out |= wire_schema_settings(cfg)
     if cfg.get("max_tokens_from_schema") and json_schema:
         from gcpc.llm.schemas import max_reply_tokens
 
@@ -152,6 +166,26 @@ def sampling_params(cfg: dict[str, Any], json_schema: dict[str, Any] | None = No
         if bound is not None:
             out["max_tokens"] = min(bound, out.get("max_tokens", bound))
     return out
+
+
+WIRE_SCHEMA_DEFAULTS = {"schema_length_limits": True, "json_schema_strict": True}
+
+
+def wire_schema_settings(cfg: dict[str, Any]) -> dict[str, bool]:
+    """The settings that change the schema the openai provider actually sends (so what a decoder may return),
+    where they differ from their defaults: `json_schema_strict` in json_schema mode, `schema_length_limits` in
+    json_object mode and non-strict json_schema mode. A cached answer made under another constraint is then
+    never reused (issue 30: a TICK answer made with length limits was replayed without them). At their
+    defaults they add nothing, so the request keys of configs that never set them are unchanged."""
+    mode = cfg.get("structured_output") or "json_schema"
+    strict = cfg.get("json_schema_strict", WIRE_SCHEMA_DEFAULTS["json_schema_strict"])
+    lengths = cfg.get("schema_length_limits", WIRE_SCHEMA_DEFAULTS["schema_length_limits"])
+    effective: dict[str, bool] = {}
+    if mode == "json_schema":
+        effective["json_schema_strict"] = bool(strict)
+    if mode == "json_object" or (mode == "json_schema" and not strict):
+        effective["schema_length_limits"] = bool(lengths)
+    return {k: v for k, v in effective.items() if v != WIRE_SCHEMA_DEFAULTS[k]}
 
 
 @functools.cache

@@ -93,6 +93,25 @@ def _heuristic_warning(judges: dict[str, str], generator: str) -> str:
     return ""
 
 
+def perfect_section(pa: dict[str, Any]) -> list[str]:
+    """RQ1's Perfect lines in the paper's wording (§3.4): agreement with the official outcome, endpoint
+    included and excluded; the PASS / FAIL shares follow only as a labelled extra."""
+    if not pa:
+        return []
+    lines = ["Perfect (§3.4): share of trajectories with an official verdict on which Perfect agrees with it "
+              "(Perfect on PASS, not Perfect on FAIL), with the endpoint item included and excluded.", "",
+              "| Arm | Agreement, endpoint included | Agreement, endpoint excluded | n (pass/fail) |", "|---|---:|---:|---:|"]
+    for arm, e in sorted(pa.items()):
+        lines.append(f"| {arm} | {fmt_share(e.get('agreement_endpoint_included'))} | {fmt_share(e.get('agreement_endpoint_excluded'))} | "
+                     f"{e['n_pass'] + e['n_fail']} ({e['n_pass']}/{e['n_fail']}) |")
+    lines += ["", "Perfect = no item No after the official-outcome step (uses the outcome). The paper reports that Perfect "
+              "agrees with the official outcome on 97.6 % of trajectories with the endpoint included and 66.4 % with it excluded.", "",
+              "Extra (not a figure of the paper), endpoint excluded: "
+              + "; ".join(f"{arm} {fmt_share(e.get('perfect_given_pass'))} of PASS Perfect, "
+                          f"{fmt_share(e.get('not_perfect_given_fail'))} of FAIL not Perfect" for arm, e in sorted(pa.items())) + ".", ""]
+    return lines
+
+
 def build_report(params: dict[str, Any], analyze_dir: Path = ANALYZE, fig_dir: Path = FIGURES) -> str:
     c = resolve_analysis(params.get("analysis"), params.get("arm"))
     r = {name: _load(name, analyze_dir) for name in RESULTS}
@@ -143,14 +162,7 @@ def build_report(params: dict[str, Any], analyze_dir: Path = ANALYZE, fig_dir: P
         lines.append(f"- Reference arm `{m['arm']}` not compared: {m['reason']}.")
     lines += ["", "Scores that use the official outcome (GCPC + official outcome, Perfect) are shown on their own below, "
               "never as a difference against an outcome-blind arm.", ""]
-    pa = rq1.get("perfect_agreement") or {}
-    if pa:
-        lines += ["| Arm | Perfect on PASS | Not Perfect on FAIL | Agreement | n (pass/fail) |", "|---|---:|---:|---:|---:|"]
-        for arm, e in sorted(pa.items()):
-            lines.append(f"| {arm} | {fmt_share(e.get('perfect_given_pass'))} | {fmt_share(e.get('not_perfect_given_fail'))} | "
-                         f"{fmt_share(e.get('agreement'))} | {e['n_pass'] + e['n_fail']} ({e['n_pass']}/{e['n_fail']}) |")
-        lines += ["", "Perfect = no item No after the official-outcome step, endpoint excluded (uses the outcome). "
-                  "The paper reports 97.6 % of PASS Perfect and 66.4 % of FAIL not Perfect.", ""]
+    lines += perfect_section(rq1.get("perfect_agreement") or {})
     lines += floors_section(analyze_dir, fig_dir, _embed_table)
     for t in TABLES["rq1"]:
         lines += [_embed_table(fig_dir, t), ""]

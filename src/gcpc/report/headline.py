@@ -4,7 +4,9 @@
 run find, did it work, what did it cost", under short names: `auc.<arm>` (plain, log-only AUC of
 each judge arm; `auc.floor` is the best outcome-blind floor arm of the set), `delta_auc` (the
 paper's headline paired ΔAUC), `item_agreement` (assertion-route labels vs per-test results),
-`zero_evidence` and `failed` (trajectories), `calls`, `tokens.{in,out,cached}` and `cost`.
+`zero_evidence_primary` (trajectories of the primary arm that are zero-evidence), `failed_judgments`
+((trajectory, arm) judgments that failed, over every arm of the set), `calls`, `tokens.{in,out,cached}`
+and `cost`.
 Everything behind them (CIs, which reference arm, per-floor AUCs, trajectory counts, cached calls)
 is in data/processed/headline/summary.json and figures/report.md; per-RQ numbers stay in
 data/processed/analyze/rq*.json.
@@ -111,14 +113,18 @@ def _headline_delta(rq1: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _judged(root: Path, primary: str) -> dict[str, int]:
+    """Counts, each named for what it counts: `failed_judgments` are (trajectory, arm) pairs over every arm,
+    `zero_evidence_primary` trajectories of the primary arm (the one zero-evidence rule, as every analysis)."""
+    from gcpc.analysis.common import zero_evidence_mask
+
     metrics = pd.read_parquet(root / paths.FINALIZE / "metrics.parquet", columns=["trajectory_id", "arm", "zero_evidence"])
     excl_path = root / paths.FINALIZE / "exclusions.jsonl"
     excl = list(iter_jsonl(excl_path)) if excl_path.exists() else []
     failed = {(r["trajectory_id"], r["arm"]) for r in excl if str(r.get("reason", "")).startswith("judge ")}
     prim = metrics[metrics["arm"] == primary]
     return {"trajectories": int(metrics["trajectory_id"].nunique()),
-            "judged": int(len(metrics.drop_duplicates(["trajectory_id", "arm"]))), "failed": len(failed),
-            "zero_evidence": int(prim["zero_evidence"].fillna(False).astype(bool).sum())}
+            "judged": int(len(metrics.drop_duplicates(["trajectory_id", "arm"]))), "failed_judgments": len(failed),
+            "zero_evidence_primary": int(zero_evidence_mask(prim).sum())}
 
 
 def _item_agreement(root: Path, primary: str) -> float | None:
@@ -172,8 +178,8 @@ def compact(full: dict[str, Any], floors: set[str]) -> dict[str, Any]:
         "auc": auc,
         "delta_auc": (full.get("delta_auc") or {}).get("value"),
         "item_agreement": full.get("item_agreement"),
-        "zero_evidence": n.get("zero_evidence"),
-        "failed": n.get("failed"),
+        "zero_evidence_primary": n.get("zero_evidence_primary"),
+        "failed_judgments": n.get("failed_judgments"),
         "calls": u.get("calls"),
         "tokens": {"in": u.get("input_tokens"), "out": u.get("output_tokens"), "cached": u.get("cached_tokens")},
         "cost": u.get("cost"),

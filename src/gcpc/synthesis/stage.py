@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from gcpc.corpus.models import Task
-from gcpc.io import read_models, write_jsonl
+from gcpc.io import forget_outputs, read_models, record_outputs, write_jsonl
 from gcpc.llm import llm_session, request_identity
 from gcpc.synthesis.generate import SynthesisSettings, synthesize_checklists
 from gcpc.synthesis.models import Checklist, Provenance
@@ -14,6 +14,7 @@ from gcpc.synthesis.models import Checklist, Provenance
 
 def synthesize_all(tasks: list[Task], llm_cfg: dict[str, Any], settings: SynthesisSettings, out_dir: Path, *, progress: bool = True) -> list[Checklist]:
     out_dir.mkdir(parents=True, exist_ok=True)
+    forget_outputs(out_dir)
     checklists, attempts = [], []
     ordered = sorted(tasks, key=lambda t: (t.benchmark, t.task_id))
     with llm_session(llm_cfg, out_dir / "llm_calls.jsonl", progress=progress) as client:
@@ -33,6 +34,7 @@ def synthesize_all(tasks: list[Task], llm_cfg: dict[str, Any], settings: Synthes
             ).with_hash())
     write_jsonl(out_dir / "checklists.jsonl", checklists)
     write_jsonl(out_dir / "attempts.jsonl", attempts)
+    record_outputs(out_dir, ["checklists.jsonl", "attempts.jsonl"])  # rows and hashes every reader checks
     return checklists
 
 

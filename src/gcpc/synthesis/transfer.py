@@ -5,7 +5,9 @@ into checklists (into the benchmark's own folder and call store, so a re-run wit
 prompts and tasks makes no LLM call), every frozen checklist is re-checked against every gate, and
 the category audit runs on its checklists. One row per benchmark: tasks, frozen checklists, items,
 item validity at first attempt and after regeneration, route mix and the items-per-task
-distribution, shown beside the paper's (4–15, median 8; observed, never enforced). A task without
+distribution, shown beside the paper's (4–15, median 8; observed, never enforced). A benchmark's
+`sample: N` (with `seed`) synthesizes a seeded sample of N of its tasks, said in the table's notes
+(SWE-bench Verified: 100, as the paper). A task without
 any item is listed, never padded. A benchmark whose tasks cannot be read is a row saying why,
 never silently dropped.
 
@@ -42,14 +44,34 @@ class BenchmarkSpec:
     reader: str
     root: str
     tasks_dir: str
+    sample: int | None = None
+    """Synthesize a seeded sample of this many tasks (the paper samples 100 SWE-bench Verified instances); None: all."""
+    seed: int = 0
 
     @classmethod
     def from_cfg(cls, cfg: dict[str, Any], i: int) -> BenchmarkSpec:
         missing = [k for k in ("name", "reader", "tasks_dir") if not cfg.get(k)]
         if missing:
             raise KeyError(f"params.yaml: transfer.benchmarks[{i}] is missing {', '.join(missing)}")
+        sample = cfg.get("sample")
+        if sample is not None and (not isinstance(sample, int) or isinstance(sample, bool) or sample < 1):
+            raise ValueError(f"params.yaml: transfer.benchmarks[{i}].sample must be a positive integer, got {sample!r}")
+        seed = cfg.get("seed", 0)
+        if not isinstance(seed, int) or isinstance(seed, bool):
+            raise ValueError(f"params.yaml: transfer.benchmarks[{i}].seed must be an integer, got {seed!r}")
         return cls(name=str(cfg["name"]), label=str(cfg.get("label") or cfg["name"]), reader=str(cfg["reader"]),
-                   root=str(cfg.get("root") or "."), tasks_dir=str(cfg["tasks_dir"]))
+                   root=str(cfg.get("root") or "."), tasks_dir=str(cfg["tasks_dir"]), sample=sample, seed=seed)
+
+
+def sample_tasks(tasks: list[Task], n: int | None, seed: int) -> list[Task]:
+    """A seeded sample of n tasks (by task id, so the order tasks were read in does not matter), in task-id order."""
+    import random
+
+    ordered = sorted(tasks, key=lambda t: t.task_id)
+    if n is None or n >= len(ordered):
+        return ordered
+    picked = set(random.Random(seed).sample(range(len(ordered)), n))
+    return [t for i, t in enumerate(ordered) if i in picked]
 
 
 def _read_harbor(spec: BenchmarkSpec, repo: Path, notes: list[str]) -> list[Task]:
@@ -69,9 +91,19 @@ def _read_terminal_bench_1(spec: BenchmarkSpec, repo: Path, notes: list[str]) ->
     return tb1.read_tasks(scan, roots, notes)
 
 
+def _read_swe_bench(spec: BenchmarkSpec, repo: Path, notes: list[str]) -> list[Task]:
+    """SWE-bench instances (`tasks_dir` names the instances file): problem statement and test ids, and
+    the test patch as verifier source when a row carries one."""
+    from gcpc.corpus.swe_bench import read_tasks
+
+    root = repo / spec.root
+    return read_tasks(root / spec.tasks_dir, spec.name, root=[root, repo])
+
+
 READERS: dict[str, Callable[[BenchmarkSpec, Path, list[str]], list[Task]]] = {
     "harbor": _read_harbor,
     "terminal-bench-1": _read_terminal_bench_1,
+    "swe-bench": _read_swe_bench,
 }
 """Task readers by name; each imports its corpus module only when used."""
 
@@ -82,8 +114,8 @@ def read_benchmark(spec: BenchmarkSpec, repo: Path) -> tuple[list[Task] | None, 
     if reader is None:
         return None, f"no task reader '{spec.reader}' (known: {', '.join(sorted(READERS))})"
     path = repo / spec.root / spec.tasks_dir
-    if not path.is_dir():
-        return None, f"tasks folder {spec.root}/{spec.tasks_dir} not found"
+    if not (path.is_file() if spec.reader == "swe-bench" else path.is_dir()):
+        return None, f"tasks {'file' if spec.reader == 'swe-bench' else 'folder'} {spec.root}/{spec.tasks_dir} not found"
     try:
         tasks = reader(spec, repo, [])
     except ImportError as exc:
@@ -120,7 +152,11 @@ def transfer_table(specs: list[BenchmarkSpec], llm_cfg: dict[str, Any], settings
             rows.append({"name": spec.name, "label": spec.label, "available": False, "reason": why,
                          "tasks_dir": f"{spec.root}/{spec.tasks_dir}"})
             continue
-        rows.append(transfer_row(spec, tasks, llm_cfg, settings, audit, out_dir, progress=progress))
+        picked = sample_tasks(tasks, spec.sample, spec.seed)
+        row = transfer_row(spec, picked, llm_cfg, settings, audit, out_dir, progress=progress)
+        if spec.sample is not None:
+            row["sample"] = {"n": len(picked), "of": len(tasks), "seed": spec.seed}
+        rows.append(row)
     return {"provider": provider, "model": model,
             "settings": {"max_regenerations": settings.max_regenerations},
             "paper_items_per_task": PAPER_ITEMS_PER_TASK,
@@ -171,6 +207,10 @@ def table_markdown(result: dict[str, Any]) -> str:
                          + "; ".join(f"{why}: {', '.join(ts)}" for why, ts in sorted(by_reason.items())))
         if r["recheck_failures"]:
             notes.append(f"- {r['label']}: frozen items failing a gate on re-check: {len(r['recheck_failures'])}")
+        if r.get("sample"):
+            sm = r["sample"]
+            notes.append(f"- {r['label']}: a seeded sample of {sm['n']} of its {sm['of']} tasks (seed {sm['seed']}; "
+                         "the paper also samples 100 SWE-bench Verified instances)")
         if r["n_tasks_without_verifier_source"]:
             notes.append(f"- {r['label']}: {r['n_tasks_without_verifier_source']} task(s) with test names but no verifier "
                          "source: assertion references are checked against names only, and the restatement gate has no code to compare")

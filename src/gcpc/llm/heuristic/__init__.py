@@ -3,6 +3,8 @@
 It answers the same requests as the real providers, with the same response schemas, but
 reads the structured inputs the prompt was rendered from instead of the prompt text.
 Every output it produces is recorded with provider 'heuristic' so it is never taken for an LLM.
+Like a real provider it must satisfy the JSON schema of each request: its answer is fitted to it
+(`fit.py`: strings to their maxLength, arrays to their maxItems) before it is returned.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import json
 from gcpc.llm.base import LLMRequest, ProviderError, RawResponse
 from gcpc.llm.heuristic.holistic import score_holistic
 from gcpc.llm.heuristic.audit import audit_requirements
+from gcpc.llm.heuristic.fit import fit_to_schema
 from gcpc.llm.heuristic.judge import judge_checklist
 from gcpc.llm.heuristic.synthesize import generate_checklist
 from gcpc.llm.heuristic.tick import answer_tick_question, generate_tick_checklist
@@ -36,5 +39,5 @@ class HeuristicProvider:
         handler = HANDLERS.get(request.output_schema)
         if handler is None:
             raise ProviderError(f"heuristic provider has no rule set for schema '{request.output_schema}'")
-        answer = handler(request.inputs)
+        answer = fit_to_schema(handler(request.inputs), request.json_schema)
         return RawResponse(text=json.dumps(answer, ensure_ascii=False, sort_keys=True), usage={}, request_id=None, latency_s=None)

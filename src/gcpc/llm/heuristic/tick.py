@@ -24,6 +24,7 @@ from typing import Any
 
 from gcpc.llm.heuristic.judge import anchors_of, judge_anchors
 from gcpc.llm.heuristic.tokens import concrete_tokens, strip_list_marker, words
+from gcpc.llm.schemas import TICK_QUESTION_MAX_CHARS
 
 QUESTION_PREFIX = "Is the following requirement of the instruction met? "
 WHOLE_PREFIX = "Was the instruction as a whole carried out? "
@@ -83,13 +84,24 @@ def select_requirements(instruction: str, lo: int, hi: int) -> list[str]:
     return units
 
 
+def _within(prefix: str, text: str, limit: int = TICK_QUESTION_MAX_CHARS) -> str:
+    """prefix + text, the text cut at a word boundary with an ellipsis when the question would exceed the schema's
+    limit (a SWE-bench issue has paragraph-long sentences and stack traces); the kept part is verbatim."""
+    if len(prefix) + len(text) <= limit:
+        return prefix + text
+    room = limit - len(prefix) - 1
+    cut = text[:room]
+    space = cut.rfind(" ")
+    return prefix + (cut[:space] if space > room // 2 else cut).rstrip() + "…"
+
+
 def generate_tick_checklist(inputs: dict[str, Any]) -> dict[str, Any]:
     limits = inputs.get("limits", {})
     lo, hi = int(limits.get("min_questions", 2)), int(limits.get("max_questions", 8))
-    questions = [QUESTION_PREFIX + u for u in select_requirements(inputs["instruction"], lo, hi)]
+    questions = [_within(QUESTION_PREFIX, u) for u in select_requirements(inputs["instruction"], lo, hi)]
     whole = " ".join(inputs["instruction"].split())
     if len(questions) < lo and whole:
-        questions.append(WHOLE_PREFIX + whole)
+        questions.append(_within(WHOLE_PREFIX, whole))
     return {"questions": questions}
 
 

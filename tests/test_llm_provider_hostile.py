@@ -303,7 +303,7 @@ def judge_workspace(dest: Path, server: FakeOpenAI, *, trajectories: int, marks:
     import yaml
     from judge_corpus import replicated_corpus
 
-    from gcpc.io import iter_jsonl, write_jsonl
+    from gcpc.io import iter_jsonl, record_outputs, write_jsonl
 
     replicated_corpus(dest, trajectories)
     processed = dest / "data" / "processed"
@@ -311,6 +311,7 @@ def judge_workspace(dest: Path, server: FakeOpenAI, *, trajectories: int, marks:
     for t, mark in zip(kept, marks):
         t["events"][-1]["text"] += "\n" + mark
     write_jsonl(processed / "ingest" / "trajectories.jsonl", kept)
+    record_outputs(processed / "ingest", ["trajectories.jsonl"])  # the ingest's manifest says what is there now
     for name in ("attempts.jsonl", "llm_calls.jsonl", "usage_summary.json"):
         (processed / "synthesize" / name).unlink(missing_ok=True)
     config = {"provider": "openai", "model": "gpt-fake-1", "temperature": 0.0, "seed": 0, "max_tokens": 2048, "max_attempts": 2,

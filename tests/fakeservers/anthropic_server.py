@@ -54,6 +54,10 @@ class FakeAnthropic(FakeLLMServer):
                       "cache_creation_input_tokens": created, "cache_read_input_tokens": read},
         }
 
+    def refuse(self, answer: dict[str, Any], text: str) -> None:
+        """Anthropic's refusal: `stop_reason: "refusal"`, the text (if any) in the content."""
+        answer.update(stop_reason="refusal", content=[{"type": "text", "text": text}] if text else [])
+
     def dispatch(self, handler: BaseHTTPRequestHandler, method: str, raw: bytes) -> None:
         path = handler.path.split("?")[0]
         body = json.loads(raw) if raw else None

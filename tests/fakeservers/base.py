@@ -36,7 +36,7 @@ from typing import Any
 class Fault:
     """One injected misbehaviour for the next synchronous model call."""
 
-    kind: str  # "status" | "delay" | "malformed" | "content" | "reset" (connection closed without an answer)
+    kind: str  # "status" | "delay" | "malformed" | "content" | "reset" (connection closed without an answer) | "refusal" (text: the refusal)
     status: int = 500
     headers: dict[str, str] = field(default_factory=dict)
     message: str = "injected failure"
@@ -72,6 +72,13 @@ def default_responder(ctx: Ctx) -> str:
             verdicts.append({"item_id": item_id, "label": ["Yes", "No", "Abstain"][h % 3], "evidence": [],
                              "reason": f"fake verdict {h % 997}"})
         return json.dumps({"verdicts": verdicts})
+    h = int(hashlib.sha256(ctx.user.encode()).hexdigest(), 16)
+    if ctx.schema_name == "TickChecklist":
+        return json.dumps({"questions": ["Does the agent complete what the instruction asks?", "Is the result checked?"]})
+    if ctx.schema_name == "TickAnswer":
+        return json.dumps({"reasoning": f"fake reasoning {h % 997}", "verdict": ["YES", "NO"][h % 2]})
+    if ctx.schema_name == "HolisticJudgment":
+        return json.dumps({"rationale": f"fake rationale {h % 997}", "score": h % 11})
     if ctx.schema_name == "GeneratedChecklist":
         sentence = (ctx.user.strip().split(".")[0] or "do the task").strip()
         return json.dumps({"items": [{"text": sentence, "quote": sentence, "route": "judge", "test_refs": []}]})
@@ -282,9 +289,16 @@ class FakeLLMServer:
                 return None
             if self.latency_s:
                 time.sleep(self.latency_s)
-            return build(fault.text if fault is not None and fault.kind == "content" else None)
+            answer = build(fault.text if fault is not None and fault.kind == "content" else None)
+            if fault is not None and fault.kind == "refusal":
+                self.refuse(answer, fault.text)
+            return answer
         finally:
             self.leave()
+
+    def refuse(self, answer: Any, text: str) -> None:  # pragma: no cover
+        """Turn a built answer into the API's form of a model refusal carrying `text`."""
+        raise NotImplementedError
 
     def dispatch(self, handler: BaseHTTPRequestHandler, method: str, raw: bytes) -> None:  # pragma: no cover
         raise NotImplementedError
@@ -310,4 +324,10 @@ def schema_name_from(schema: dict[str, Any] | None) -> str | None:
         return "ChecklistJudgment"
     if "items" in props:
         return "GeneratedChecklist"
+    if "questions" in props:
+        return "TickChecklist"
+    if "verdict" in props and "reasoning" in props:
+        return "TickAnswer"
+    if "score" in props and "rationale" in props:
+        return "HolisticJudgment"
     return None

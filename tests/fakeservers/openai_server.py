@@ -80,6 +80,10 @@ class FakeOpenAI(FakeLLMServer):
                       "prompt_tokens_details": {"cached_tokens": 0}, "completion_tokens_details": {"reasoning_tokens": 0}},
         }
 
+    def refuse(self, answer: dict[str, Any], text: str) -> None:
+        """OpenAI's refusal: `message.refusal` holds the text, `content` is null."""
+        answer["choices"][0]["message"].update(content=None, refusal=text)
+
     def dispatch(self, handler: BaseHTTPRequestHandler, method: str, raw: bytes) -> None:
         path = handler.path.split("?")[0]
         ctype = handler.headers.get("content-type", "")

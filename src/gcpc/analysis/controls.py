@@ -277,10 +277,11 @@ def controls(params: dict[str, Any], ingest_dir: Path, synth_dir: Path, judge_ro
 
 def main() -> int:
     from gcpc import paths
-    from gcpc.params import load_params, stage_args
+    from gcpc.llm.cli import llm_stage_args, load_llm_params, stage_errors
 
-    args = stage_args("Evidence replacement and idle-agent controls (RQ4 Panel C)")
-    s = controls(load_params(args.params), paths.INGEST, paths.SYNTHESIZE, paths.JUDGE, CONTROLS)
+    args = llm_stage_args("Evidence replacement and idle-agent controls (RQ4 Panel C)")
+    with stage_errors():
+        s = controls(load_llm_params(args), paths.INGEST, paths.SYNTHESIZE, paths.JUDGE, CONTROLS)
     for arm, e in s["arms"].items():
         er = e["evidence_replacement"]
         print(f"controls[{arm}]: {er['n']} Yes items perturbed ({er['n_skipped']} skipped), share turning No "

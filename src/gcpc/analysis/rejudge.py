@@ -224,10 +224,11 @@ def rejudge(params: dict[str, Any], ingest_dir: Path, synth_dir: Path, judge_roo
 
 def main() -> int:
     from gcpc import paths
-    from gcpc.params import load_params, stage_args
+    from gcpc.llm.cli import llm_stage_args, load_llm_params, stage_errors
 
-    args = stage_args("Repeated judging passes and the judge swap (RQ3 noise floor, RQ5)")
-    summary = rejudge(load_params(args.params), paths.INGEST, paths.SYNTHESIZE, paths.JUDGE, REJUDGE)
+    args = llm_stage_args("Repeated judging passes and the judge swap (RQ3 noise floor, RQ5)")
+    with stage_errors():
+        summary = rejudge(load_llm_params(args), paths.INGEST, paths.SYNTHESIZE, paths.JUDGE, REJUDGE)
     print(f"rejudge[{summary['arm']}]: {summary['n_passes']} passes of {summary['primary_judge']}, swap {summary['swap_judge']}; "
           f"calls made {summary['calls_made']} -> {REJUDGE}")
     return 0

@@ -7,15 +7,17 @@ import sys
 from gcpc import paths
 from gcpc.judging.stage import judge_stage
 from gcpc.llm.budget import FailureBudgetExceeded
-from gcpc.params import load_params, parse_args
+from gcpc.llm.cli import add_llm_arguments, load_llm_params, stage_errors
+from gcpc.params import parse_args
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("arm")
     parser.add_argument("--params", default="params.yaml")
-    args = parse_args(parser)
+    args = parse_args(add_llm_arguments(parser))
     try:
-        counts = judge_stage(load_params(args.params), args.arm, paths.INGEST, paths.SYNTHESIZE, paths.judge_dir(args.arm))
+        with stage_errors():
+            counts = judge_stage(load_llm_params(args), args.arm, paths.INGEST, paths.SYNTHESIZE, paths.judge_dir(args.arm))
     except FailureBudgetExceeded as exc:
         sys.exit(f"error: {exc}")
     except ValueError as exc:  # an input that is not what its stage wrote (gcpc.io stage manifest), a bad record

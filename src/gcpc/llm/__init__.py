@@ -109,6 +109,7 @@ def llm_session(cfg: dict[str, Any], store_path: str | Path, *, progress: bool =
 
         t, cost = s["total"], s["total"]["cost"]
         print(f"usage {Path(store_path).as_posix()}: {t['requests']} requests, {t['attempts']} calls, "
+              f"{t['http_requests_sent']} HTTP requests sent ({t['http_abandoned']} abandoned), "
               f"{t['tokens']['input_tokens']} input / {t['tokens']['cache_read_input_tokens']} cached / "
               f"{t['tokens']['output_tokens']} output tokens, cost "
               f"{'n/a (unpriced)' if cost is None else f'{cost:.4f} ' + s['currency']}", file=sys.stderr)

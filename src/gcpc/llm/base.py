@@ -102,6 +102,9 @@ class RawResponse(BaseModel):
     stop_reason: str | None = None
     transport_retries: int = 0
     batch_id: str | None = None
+    refusal: str | None = Field(default=None, description="the provider's refusal text (OpenAI `message.refusal`, "
+                                                          "Anthropic `stop_reason: refusal`): the reply is a refusal, not an answer")
+    wire: dict[str, int] = Field(default_factory=dict, description="HTTP requests sent / answers received for this attempt")
 
 
 @runtime_checkable
@@ -144,11 +147,19 @@ class BatchProvider(Provider, Protocol):
 class ProviderError(RuntimeError):
     """A provider could not answer (network, API error, replay miss)."""
 
+    wire: dict[str, int] = {}
+    """HTTP requests sent / answers received before giving up (set by the transport retry loop)."""
+
 
 class RequestRefused(ProviderError):
     """The provider refused this one request (HTTP 400/413/422: context length, content filter, bad
     parameter; or a content-filter / refusal stop). Asking again gets the same answer, so the client
     records it as the request's final outcome and the stage goes on with the other requests."""
+
+
+class AuthenticationFailed(ProviderError):
+    """The provider rejected the credentials (HTTP 401 / 403). No request can succeed until the
+    environment changes, so the stage stops with one line naming the provider and the variable to set."""
 
 
 class ReplayMiss(ProviderError):
@@ -179,6 +190,9 @@ class CallRecord(BaseModel):
     stop_reason: str | None = None
     transport_retries: int = Field(default=0, description="transient HTTP failures retried before this attempt got its answer")
     batch_id: str | None = Field(default=None, description="Batch API id when the attempt was answered in batch mode")
+    wire: dict[str, int] = Field(default_factory=dict, description="HTTP requests this attempt sent ('sent', transport "
+                                 "retries included) and answers it received ('answered'); the rest were abandoned "
+                                 "(timeout, dropped connection) and may still be billed. Empty for the offline providers")
 
 
 class CallResult(BaseModel):

@@ -12,16 +12,20 @@ Three ways to get answers, one record format:
   so a restarted run polls and collects them instead of submitting again.
 
 In every mode a request already answered in the store (or in the shared cache outside the
-workspace, `shared_cache.py`) makes no call. Outcomes of one attempt:
+workspace, `shared_cache.py`) makes no call; in sync mode a request another worker sharing that
+cache has claimed is not asked either: this worker answers its other requests, then takes the
+claimant's stored answer. Outcomes of one attempt:
 
 * an answer that validates: final, cached;
 * an answer that fails validation: recorded and retried up to `max_attempts` in this run; never
   final, so a re-run tries again;
-* a refusal (`RequestRefused`: HTTP 400/413/422, context length, content filter): recorded as the
-  request's final outcome, the other requests go on, and a re-run does not ask again unless the
-  request changes or `retry_refused` is set;
+* a refusal (`RequestRefused`: HTTP 400/413/422, context length, content filter; or a reply that is
+  the model's refusal, `RawResponse.refusal` / a refusal stop reason): recorded with its text as
+  the request's final outcome, the other requests go on, and a re-run does not ask again unless
+  the request changes or `retry_refused` is set;
 * any other transport failure (after the provider's own bounded retries; also 401/403/404) is
-  recorded and then stops the run: a re-run resumes there.
+  recorded and then stops the run: a re-run resumes there (401/403 raise `AuthenticationFailed`,
+  whose one line a stage prints, `gcpc.llm.cli`).
 """
 
 from __future__ import annotations
@@ -40,8 +44,8 @@ from pydantic import BaseModel, ValidationError
 from tqdm import tqdm
 
 from gcpc.io import write_text
-from gcpc.llm.base import (BatchPending, CallRecord, CallResult, LLMRequest, Provider, ProviderError, RawResponse, ReplayMiss,
-                           RequestRefused)
+from gcpc.llm.base import (AuthenticationFailed, BatchPending, CallRecord, CallResult, LLMRequest, Provider, ProviderError,
+                           RawResponse, ReplayMiss, RequestRefused)
 from gcpc.llm.schemas import schema_errors
 from gcpc.llm.secrets import redact
 from gcpc.llm.settings import BatchSettings
@@ -49,7 +53,10 @@ from gcpc.llm.shared_cache import SharedCache
 from gcpc.llm.store import REFUSED, CallStore, is_refusal
 
 REFUSAL_STOPS = ("content_filter", "refusal")
-"""Stop reasons by which a provider declines to answer; with an unusable reply they are a refusal."""
+"""Stop reasons by which a provider declines to answer: the reply is a refusal (final), never an invalid answer."""
+
+CLAIM_POLL_S = 0.1
+"""How often a worker looks for the answer to a request another worker has claimed (`shared_cache.py`)."""
 
 Check = Callable[[BaseModel, LLMRequest], None]
 """Extra validation beyond the schema (e.g. 'one verdict per item'); raise ValueError to reject."""
@@ -174,6 +181,7 @@ class LLMClient:
         self.used_keys: set[str] = set()
         self._exhausted: dict[str, CallResult] = {}
         self.calls_made = 0
+        self._failures: dict[str, ProviderError] = {}
         self.sleep: Callable[[float], Any] = time.sleep
 
     # ---- bookkeeping ------------------------------------------------------------------------
@@ -211,6 +219,27 @@ class LLMClient:
         return CallResult(key=key, ok=final.ok, parsed=final.parsed, attempts=final.attempt, error=final.error, cached=True,
                           refused=not final.ok)
 
+    def _claim(self, key: str) -> CallResult | bool:
+        """May this worker pay for `key`? True when it holds the shared cache's claim (or there is no shared
+        cache, or the holder's claim is stale); False while another worker is asking (wait for its answer);
+        or the outcome another worker stored meanwhile."""
+        if self.shared is None:
+            return True
+        if self.shared.claim(key):
+            known = self._known(key)  # finished by another worker between our first look and our claim
+            if known is not None:
+                self.shared.release(key)
+                return known
+            return True
+        known = self._known(key)
+        if known is not None:
+            return known
+        return self.shared.stale(key)
+
+    def _release(self, key: str) -> None:
+        if self.shared is not None:
+            self.shared.release(key)
+
     def _share_missing(self, key: str) -> None:
         """An outcome this store holds but the shared cache lacks (a kill between the two writes)."""
         if self.shared is not None and not self.shared.has(key):
@@ -226,22 +255,27 @@ class LLMClient:
                     request=request.json_dump())
 
     def _record(self, request: LLMRequest, key: str, attempt: int, raw: RawResponse | None, error: str | None,
-                output_type: type[BaseModel], check: Check | None, batch_id: str | None = None) -> CallRecord:
+                output_type: type[BaseModel], check: Check | None, batch_id: str | None = None,
+                wire: dict[str, int] | None = None) -> CallRecord:
         base = self._base(request, key, attempt)
         if raw is None:
             return CallRecord(**base, response_text=None, parsed=None, ok=False, error=f"provider error: {redact(error or '')}",
-                              batch_id=batch_id)
-        meta = dict(usage=raw.usage, latency_s=raw.latency_s, request_id=raw.request_id, response_text=raw.text,
+                              batch_id=batch_id, wire=wire or {})
+        # redacted before parsing: nothing parsed from a reply (a reason, a checklist item) can carry a key into
+        # an output written without redaction (a parquet column)
+        text = redact(raw.text)
+        meta = dict(usage=raw.usage, latency_s=raw.latency_s, request_id=raw.request_id, response_text=text,
                     served_model=raw.served_model, stop_reason=raw.stop_reason, transport_retries=raw.transport_retries,
-                    batch_id=raw.batch_id or batch_id)
+                    batch_id=raw.batch_id or batch_id, wire=raw.wire)
+        if raw.refusal is not None or raw.stop_reason in REFUSAL_STOPS:
+            said = " ".join(redact(raw.refusal if raw.refusal is not None else text).split()) or "(no text)"
+            return CallRecord(**base, **meta, parsed=None, ok=False,
+                              error=f"{REFUSED}provider declined to answer (stop_reason={raw.stop_reason}): {said}")
         try:
-            parsed = _parse(raw.text, output_type, request.json_schema)
+            parsed = _parse(text, output_type, request.json_schema)
             if check is not None:
                 check(parsed, request)
         except (ValidationError, ValueError) as exc:
-            if raw.stop_reason in REFUSAL_STOPS:
-                return CallRecord(**base, **meta, parsed=None, ok=False,
-                                  error=f"{REFUSED}provider declined to answer (stop_reason={raw.stop_reason})")
             why = f"invalid output: {exc}"
             if raw.stop_reason in ("max_tokens", "length"):
                 why += f" (reply cut off: stop_reason={raw.stop_reason}; raise max_tokens)"
@@ -257,12 +291,13 @@ class LLMClient:
         except RequestRefused as exc:
             return self._refused(request, key, attempt, exc)
         except ProviderError as exc:
-            return self._record(request, key, attempt, None, str(exc), output_type, check)
+            self._failures[key] = exc
+            return self._record(request, key, attempt, None, str(exc), output_type, check, wire=exc.wire)
         return self._record(request, key, attempt, raw, None, output_type, check)
 
     def _refused(self, request: LLMRequest, key: str, attempt: int, exc: Exception) -> CallRecord:
         return CallRecord(**self._base(request, key, attempt), response_text=None, parsed=None, ok=False,
-                          error=f"{REFUSED}{redact(str(exc))}")
+                          error=f"{REFUSED}{redact(str(exc))}", wire=getattr(exc, "wire", {}))
 
     async def _aattempt(self, request: LLMRequest, key: str, output_type: type[BaseModel], check: Check | None, attempt: int) -> CallRecord:
         self.calls_made += 1
@@ -273,7 +308,8 @@ class LLMClient:
         except RequestRefused as exc:
             return self._refused(request, key, attempt, exc)
         except ProviderError as exc:
-            return self._record(request, key, attempt, None, str(exc), output_type, check)
+            self._failures[key] = exc
+            return self._record(request, key, attempt, None, str(exc), output_type, check, wire=exc.wire)
         return self._record(request, key, attempt, raw, None, output_type, check)
 
     def _settle(self, key: str, request: LLMRequest, record: CallRecord) -> CallResult | None:
@@ -297,9 +333,12 @@ class LLMClient:
         self._exhausted[key] = result
         return result
 
-    @staticmethod
-    def _stop(key: str, request: LLMRequest, record: CallRecord) -> ProviderError:
-        # Transport failures are logged, then stop the stage: a re-run resumes here.
+    def _stop(self, key: str, request: LLMRequest, record: CallRecord) -> ProviderError:
+        # Transport failures are logged, then stop the stage: a re-run resumes here. Rejected credentials
+        # keep their type and one-line message (the stage's entry point prints just that line).
+        cause = self._failures.pop(key, None)
+        if isinstance(cause, AuthenticationFailed):
+            return cause
         return ProviderError(f"request {key[:12]} ({request.purpose}): {record.error}")
 
     def _stamp(self, request: LLMRequest) -> LLMRequest:
@@ -314,22 +353,37 @@ class LLMClient:
         request = self._stamp(request)
         if self.mode == "batch":
             return self.run([request], output_type, check, desc=request.purpose)[0]
-        return self._serial(request.key, request, output_type, check)
+        result = self._serial(request.key, request, output_type, check)
+        assert result is not None  # waited for
+        return result
 
-    def _serial(self, key: str, request: LLMRequest, output_type: type[BaseModel], check: Check | None) -> CallResult:
+    def _serial(self, key: str, request: LLMRequest, output_type: type[BaseModel], check: Check | None,
+                wait: bool = True) -> CallResult | None:
+        """One request's outcome; None (only when not `wait`) while another worker has claimed it."""
         # `key` is request.key, computed once by the caller: it hashes the whole request, log included
         self.used_keys.add(key)
         known = self._known(key)
         if known is not None:
             return known
-        attempt, invalid, _ = self._history(key)
-        while invalid < self.max_attempts:
-            attempt += 1
-            done = self._settle(key, request, self._attempt(request, key, output_type, check, attempt))
-            if done is not None:
-                return done
-            invalid += 1
-        return self._failed(key, attempt)
+        go = self._claim(key)
+        while go is False:
+            if not wait:
+                return None
+            self.sleep(CLAIM_POLL_S)
+            go = self._claim(key)
+        if isinstance(go, CallResult):
+            return go
+        try:
+            attempt, invalid, _ = self._history(key)
+            while invalid < self.max_attempts:
+                attempt += 1
+                done = self._settle(key, request, self._attempt(request, key, output_type, check, attempt))
+                if done is not None:
+                    return done
+                invalid += 1
+            return self._failed(key, attempt)
+        finally:
+            self._release(key)
 
     # ---- many -------------------------------------------------------------------------------
     def run(
@@ -363,21 +417,42 @@ class LLMClient:
             elif self.concurrency > 1 and hasattr(self.provider, "acomplete"):
                 results.update(_run_coro(self._run_concurrent(pending, output_type, check, bar)))
             else:
+                deferred = []  # claimed by another worker: the other requests first, then wait for its answers
                 for key, request in pending.items():
-                    results[key] = self._serial(key, request, output_type, check)
+                    result = self._serial(key, request, output_type, check, wait=False)
+                    if result is None:
+                        deferred.append((key, request))
+                        continue
+                    results[key] = result
+                    bar.update(1)
+                for key, request in deferred:
+                    results[key] = self._serial(key, request, output_type, check)  # type: ignore[assignment]
                     bar.update(1)
         return [results[k] for k in keys]
 
     # ---- concurrent -------------------------------------------------------------------------
-    async def _aone(self, key: str, request: LLMRequest, output_type: type[BaseModel], check: Check | None) -> CallResult:
-        attempt, invalid, _ = self._history(key)
-        while invalid < self.max_attempts:
-            attempt += 1
-            done = self._settle(key, request, await self._aattempt(request, key, output_type, check, attempt))
-            if done is not None:
-                return done
-            invalid += 1
-        return self._failed(key, attempt)
+    async def _aone(self, key: str, request: LLMRequest, output_type: type[BaseModel], check: Check | None,
+                    wait: bool) -> CallResult | None:
+        """As `_serial`: None (only when not `wait`) while another worker has claimed the request."""
+        go = self._claim(key)
+        while go is False:
+            if not wait:
+                return None
+            await asyncio.sleep(CLAIM_POLL_S)
+            go = self._claim(key)
+        if isinstance(go, CallResult):
+            return go
+        try:
+            attempt, invalid, _ = self._history(key)
+            while invalid < self.max_attempts:
+                attempt += 1
+                done = self._settle(key, request, await self._aattempt(request, key, output_type, check, attempt))
+                if done is not None:
+                    return done
+                invalid += 1
+            return self._failed(key, attempt)
+        finally:
+            self._release(key)
 
     async def _run_concurrent(self, pending: dict[str, LLMRequest], output_type: type[BaseModel], check: Check | None,
                               bar: tqdm) -> dict[str, CallResult]:
@@ -391,9 +466,16 @@ class LLMClient:
             while queue and not errors:
                 key, request = queue.popleft()
                 try:
-                    results[key] = await self._aone(key, request, output_type, check)
+                    result = await self._aone(key, request, output_type, check, wait=not queue)
                 except ProviderError as exc:
                     errors.append(exc)
+                    bar.update(1)
+                    continue
+                if result is None:  # another worker is asking: the other requests first, then its answer
+                    queue.append((key, request))
+                    await asyncio.sleep(CLAIM_POLL_S / 10)
+                    continue
+                results[key] = result
                 bar.update(1)
 
         try:
@@ -448,16 +530,18 @@ class LLMClient:
             attempt = len(held) + 1
             self.calls_made += 1
             entry = entries.get(key)
+            wire = {"sent": 1, "answered": int(entry is not None)}  # one batch entry: sent once, answered or not
             if entry is None:
                 record = self._record(request, key, attempt, None, f"batch {batch_id} returned no result for this request",
-                                      output_type, check, batch_id)
+                                      output_type, check, batch_id, wire)
             elif entry.response is None and _refused_in_batch(entry.error):
                 record = CallRecord(**self._base(request, key, attempt), response_text=None, parsed=None, ok=False,
-                                    error=f"{REFUSED}{redact(entry.error or '')}", batch_id=batch_id)
+                                    error=f"{REFUSED}{redact(entry.error or '')}", batch_id=batch_id, wire=wire)
             elif entry.response is None:
-                record = self._record(request, key, attempt, None, entry.error, output_type, check, batch_id)
+                record = self._record(request, key, attempt, None, entry.error, output_type, check, batch_id, wire)
             else:
-                record = self._record(request, key, attempt, entry.response, None, output_type, check, batch_id)
+                response = entry.response.model_copy(update={"wire": wire})
+                record = self._record(request, key, attempt, response, None, output_type, check, batch_id)
             if not record.ok and record.error and record.error.startswith("provider error"):
                 errors_seen[key] = errors_seen.get(key, 0) + 1
             self.store.append(record)

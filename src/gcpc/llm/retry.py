@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from gcpc.llm.base import ProviderError, RequestRefused
+from gcpc.llm.base import AuthenticationFailed, ProviderError, RequestRefused
 from gcpc.llm.secrets import redact
 from gcpc.llm.settings import RetrySettings
 
@@ -26,6 +26,8 @@ REFUSED_STATUS = frozenset({400, 413, 422})
 """Answers about this one request (context length, content filter, invalid parameter): recorded as the
 request's outcome. Other 4xx (401, 403, 404: key, permission, model) are about the configuration and
 stop the stage instead, so a fixed configuration resumes where it stopped."""
+AUTH_STATUS = frozenset({401, 403})
+"""The credentials were rejected: `AuthenticationFailed` (the stage stops with one line naming the variable to set)."""
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,8 @@ class Failure:
     retry_after_s: float | None
     message: str
     refused: bool = False
+    answered: bool = False  # the server sent an answer (any status, or a body that did not parse)
+    auth: bool = False
 
 
 def retry_after_seconds(headers: Mapping[str, str] | None, *, now: float | None = None) -> float | None:
@@ -71,13 +75,13 @@ def classify(exc: BaseException) -> Failure:
         headers = getattr(response, "headers", None)
         retryable = status in RETRYABLE_STATUS or status >= 500
         return Failure(retryable, retry_after_seconds(headers) if retryable else None, f"HTTP {status} ({name}): {exc}",
-                       refused=status in REFUSED_STATUS)
+                       refused=status in REFUSED_STATUS, answered=True, auth=status in AUTH_STATUS)
     if name in ("APITimeoutError", "TimeoutException", "ReadTimeout", "ConnectTimeout") or isinstance(exc, TimeoutError):
         return Failure(True, None, f"timeout ({name})")
     if name in ("APIConnectionError", "ConnectError", "RemoteProtocolError", "ReadError") or isinstance(exc, ConnectionError):
         return Failure(True, None, f"connection error ({name}): {exc}")
     if isinstance(exc, json.JSONDecodeError) or name == "APIResponseValidationError":
-        return Failure(True, None, f"malformed response body ({name}): {exc}")
+        return Failure(True, None, f"malformed response body ({name}): {exc}", answered=True)
     return Failure(False, None, f"{name}: {exc}")
 
 
@@ -94,44 +98,81 @@ class Backoff:
         return self.rng.uniform(0, ceiling)
 
 
-def _give_up(what: str, failure: Failure, retries: int) -> ProviderError:
+def _give_up(what: str, failure: Failure, retries: int, wire: dict[str, int]) -> ProviderError:
     tail = f" after {retries} retr{'y' if retries == 1 else 'ies'}" if retries else ""
-    cls = RequestRefused if failure.refused else ProviderError
+    cls = AuthenticationFailed if failure.auth else RequestRefused if failure.refused else ProviderError
     err = cls(redact(f"{what}: {failure.message}{tail}"))
     err.retryable = failure.retryable  # type: ignore[attr-defined]
+    err.wire = dict(wire)
     return err
 
 
+class _Wire:
+    """HTTP requests sent and answers received by one retried call (`RawResponse.wire`, `ProviderError.wire`):
+    an answer the client gave up on (timeout, dropped connection) was sent but not received, and may be billed."""
+
+    def __init__(self, out: dict[str, int] | None):
+        self.counts = out if out is not None else {}
+        self.counts.update(sent=0, answered=0)
+
+    def send(self) -> None:
+        self.counts["sent"] += 1
+
+    def answered(self) -> None:
+        self.counts["answered"] += 1
+
+    def mark(self, exc: ProviderError) -> ProviderError:
+        """A ProviderError `fn` raised itself is about an answer it received (e.g. a rejected response format)."""
+        self.answered()
+        exc.wire = dict(self.counts)
+        return exc
+
+
 def call_with_retries(fn: Callable[[], T], settings: RetrySettings, *, what: str, backoff: Backoff | None = None,
-                      sleep: Callable[[float], Any] = time.sleep) -> tuple[T, int]:
-    """Run `fn`, retrying transient failures; returns (result, retries used) or raises ProviderError."""
+                      sleep: Callable[[float], Any] = time.sleep, wire: dict[str, int] | None = None) -> tuple[T, int]:
+    """Run `fn`, retrying transient failures; returns (result, retries used) or raises ProviderError.
+    `wire`, when given, is filled with the HTTP requests sent and answers received."""
     backoff = backoff or Backoff(settings)
+    counts = _Wire(wire)
     retries = 0
     while True:
+        counts.send()
         try:
-            return fn(), retries
-        except ProviderError:
-            raise
+            result = fn()
+        except ProviderError as exc:
+            raise counts.mark(exc)
         except Exception as exc:  # noqa: BLE001 - classified below, re-raised as ProviderError
             failure = classify(exc)
+            if failure.answered:
+                counts.answered()
             if not failure.retryable or retries >= settings.max_retries:
-                raise _give_up(what, failure, retries) from None
+                raise _give_up(what, failure, retries, counts.counts) from None
             sleep(backoff.delay(retries, failure.retry_after_s))
             retries += 1
+        else:
+            counts.answered()
+            return result, retries
 
 
 async def acall_with_retries(fn: Callable[[], Awaitable[T]], settings: RetrySettings, *, what: str,
-                             backoff: Backoff | None = None) -> tuple[T, int]:
+                             backoff: Backoff | None = None, wire: dict[str, int] | None = None) -> tuple[T, int]:
     backoff = backoff or Backoff(settings)
+    counts = _Wire(wire)
     retries = 0
     while True:
+        counts.send()
         try:
-            return await fn(), retries
-        except ProviderError:
-            raise
+            result = await fn()
+        except ProviderError as exc:
+            raise counts.mark(exc)
         except Exception as exc:  # noqa: BLE001
             failure = classify(exc)
+            if failure.answered:
+                counts.answered()
             if not failure.retryable or retries >= settings.max_retries:
-                raise _give_up(what, failure, retries) from None
+                raise _give_up(what, failure, retries, counts.counts) from None
             await asyncio.sleep(backoff.delay(retries, failure.retry_after_s))
             retries += 1
+        else:
+            counts.answered()
+            return result, retries

@@ -14,15 +14,28 @@ number of concurrent writers is safe: a reader sees a whole entry or none, and t
 same key write the same answer. Only paid providers use it (anthropic, openai); the heuristic and
 replay providers cost nothing and are never cached here.
 
+In-flight claims: two processes missing the same key at once (queued experiments run with
+`dvc exp run --run-all -j 2`) would both pay for it. So before calling the provider a worker
+claims the key: `<dir>/<key[:2]>/<key>.claim`, held with an exclusive `flock` for as long as the
+call (and its retries) runs. A worker that finds a key claimed works on other keys and then waits
+for the holder's answer to appear here. A claim is released when the outcome is stored (or the
+attempts are used up). A killed worker's claim goes with it (the kernel drops the lock at once);
+a holder that stops refreshing its claim (a frozen process, a lock lost on a network file system)
+is stale after `CLAIM_STALE_S` seconds and the waiter asks itself.
+
 Location: `cache_dir` in the llm config, else `$GCPC_CACHE_DIR`, else `$XDG_CACHE_HOME/gcpc/calls`
 (`~/.cache/gcpc/calls`). The value `off` disables the cache.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import tempfile
+import threading
+import time
+import weakref
 from pathlib import Path
 
 from gcpc.io import canonical_json
@@ -31,6 +44,8 @@ from gcpc.llm.secrets import redact
 
 PAID_PROVIDERS = ("anthropic", "openai")
 OFF = "off"
+CLAIM_STALE_S = 60.0
+"""A claim whose holder has not refreshed it for this long is given up on (its holder is frozen or gone)."""
 
 
 def default_dir(configured: str | None = None) -> Path | None:
@@ -43,8 +58,17 @@ def default_dir(configured: str | None = None) -> Path | None:
 
 
 class SharedCache:
-    def __init__(self, root: str | Path):
+    def __init__(self, root: str | Path, *, stale_s: float = CLAIM_STALE_S):
         self.root = Path(root)
+        self.stale_s = stale_s
+        self._held: dict[str, int] = {}  # key -> fd of its locked claim file
+        self._lock = threading.Lock()
+        self._beat: threading.Thread | None = None
+        _CACHES.add(self)
+
+    def _forked(self) -> None:
+        """In a forked child: the parent's claims (and heartbeat thread) stay the parent's."""
+        self._held, self._lock, self._beat = {}, threading.Lock(), None
 
     def path(self, key: str) -> Path:
         if len(key) < 8 or not all(c in "0123456789abcdef" for c in key):
@@ -83,3 +107,75 @@ class SharedCache:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+
+    # ---- in-flight claims ---------------------------------------------------------------------
+    def claim_path(self, key: str) -> Path:
+        return self.path(key).with_suffix(".claim")
+
+    def claim(self, key: str) -> bool:
+        """True when this process now holds the key's claim (and so pays for the request); False when
+        another live worker holds it. Holding it already counts as True."""
+        with self._lock:
+            if key in self._held:
+                return True
+        path = self.claim_path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        while True:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                return False
+            try:
+                same = os.fstat(fd).st_ino == os.stat(path).st_ino
+            except FileNotFoundError:
+                same = False
+            if not same:  # the holder released (and removed) it between our open and lock: take the new one
+                os.close(fd)
+                continue
+            os.utime(fd)
+            with self._lock:
+                self._held[key] = fd
+                if self._beat is None:
+                    self._beat = threading.Thread(target=self._heartbeat, name="gcpc-claims", daemon=True)
+                    self._beat.start()
+            return True
+
+    def release(self, key: str) -> None:
+        """Give the claim up (after the outcome is stored, or the attempts are used up); no-op when not held."""
+        with self._lock:
+            fd = self._held.pop(key, None)
+        if fd is None:
+            return
+        try:
+            self.claim_path(key).unlink(missing_ok=True)  # removed while still locked: see `claim`
+        finally:
+            os.close(fd)
+
+    def claim_age(self, key: str) -> float | None:
+        """Seconds since another worker's claim on `key` was last refreshed; None when there is no claim file."""
+        try:
+            return max(0.0, time.time() - self.claim_path(key).stat().st_mtime)
+        except FileNotFoundError:
+            return None
+
+    def stale(self, key: str) -> bool:
+        age = self.claim_age(key)
+        return age is not None and age > self.stale_s
+
+    def _heartbeat(self) -> None:
+        """Refresh the claims this process holds, so waiters can tell a working holder from a frozen one."""
+        while True:
+            time.sleep(max(0.05, self.stale_s / 6))
+            with self._lock:
+                fds = list(self._held.values())
+            for fd in fds:
+                try:
+                    os.utime(fd)
+                except OSError:
+                    pass  # released meanwhile
+
+
+_CACHES: weakref.WeakSet[SharedCache] = weakref.WeakSet()
+os.register_at_fork(after_in_child=lambda: [c._forked() for c in list(_CACHES)])

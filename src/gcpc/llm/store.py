@@ -126,6 +126,8 @@ def _split(record: CallRecord) -> tuple[str, dict[str, str]]:
     inputs = record.request.get("inputs")
     shared = [k for k in SHARED_INPUTS if isinstance(inputs, dict) and isinstance(inputs.get(k), list)]  # in JSON_BLOB_KEYS
     data = record.model_dump(mode="json", exclude={"request": {"inputs": set(shared)}} if shared else None)
+    if not data.get("wire"):
+        data.pop("wire", None)  # offline providers send nothing: their lines stay as they were before the field existed
     data["request"] = _externalize(data["request"], blobs)
     for k in shared:
         data["request"]["inputs"][k] = _shared_blob(inputs[k], blobs)

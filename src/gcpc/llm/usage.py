@@ -13,7 +13,12 @@ deterministic as the call file (latencies and transport retries are left out). E
 counts, including invalid outputs that were retried and calls answered in earlier runs whose
 records the stage kept: it is the cost of producing these outputs. Prices are per million tokens
 (`prices:` in conf/llm/<name>.yaml) and apply to the configured (provider, model); batch
-attempts get `batch_discount` off. Anthropic reports input tokens excluding cache reads and
+attempts get `batch_discount` off.
+
+Every HTTP request counts too: `http_requests_sent` (transport retries included), `http_answers_received`
+(any answer: success, error status, unparsable body) and `http_abandoned` (sent, never answered: a
+timeout or a dropped connection; the provider may have finished and billed it, but no token count
+came back, so `tokens` cannot include it). Anthropic reports input tokens excluding cache reads and
 writes; OpenAI usage is normalised to the same split (`input_tokens` = prompt - cached).
 """
 
@@ -70,7 +75,8 @@ def record_cost(record: CallRecord, prices: dict[str, float]) -> float:
 
 def _empty() -> dict[str, Any]:
     return {"keys": set(), "ok_keys": set(), "attempts": 0, "invalid_attempts": 0, "provider_errors": 0,
-            "batch_attempts": 0, "cache_hit_attempts": 0, "tokens": dict.fromkeys(TOKEN_FIELDS, 0), "cost": 0.0, "priced": True}
+            "batch_attempts": 0, "cache_hit_attempts": 0, "sent": 0, "answered": 0, "tokens": dict.fromkeys(TOKEN_FIELDS, 0),
+            "cost": 0.0, "priced": True}
 
 
 def _add(group: dict[str, Any], record: CallRecord, cost: float | None) -> None:
@@ -83,6 +89,8 @@ def _add(group: dict[str, Any], record: CallRecord, cost: float | None) -> None:
     group["provider_errors"] += err.startswith("provider error")
     group["batch_attempts"] += record.batch_id is not None
     group["cache_hit_attempts"] += int(record.usage.get("cache_read_input_tokens", 0) or 0) > 0
+    group["sent"] += int(record.wire.get("sent", 0))
+    group["answered"] += int(record.wire.get("answered", 0))
     for f in TOKEN_FIELDS:
         group["tokens"][f] += int(record.usage.get(f, 0))
     if cost is None:
@@ -94,7 +102,9 @@ def _add(group: dict[str, Any], record: CallRecord, cost: float | None) -> None:
 def _finish(group: dict[str, Any]) -> dict[str, Any]:
     return {"requests": len(group["keys"]), "ok_requests": len(group["ok_keys"]), "attempts": group["attempts"],
             "invalid_attempts": group["invalid_attempts"], "provider_errors": group["provider_errors"],
-            "batch_attempts": group["batch_attempts"], "cache_hit_attempts": group["cache_hit_attempts"], "tokens": group["tokens"],
+            "batch_attempts": group["batch_attempts"], "cache_hit_attempts": group["cache_hit_attempts"],
+            "http_requests_sent": group["sent"], "http_answers_received": group["answered"],
+            "http_abandoned": group["sent"] - group["answered"], "tokens": group["tokens"],
             "cost": round(group["cost"], 6) if group["priced"] else None}
 
 
@@ -163,7 +173,7 @@ def summarize_usage(records: Iterable[CallRecord], cfg: dict[str, Any]) -> dict[
 
 
 COUNT_FIELDS = ("requests", "ok_requests", "attempts", "invalid_attempts", "provider_errors", "batch_attempts",
-                "cache_hit_attempts")
+                "cache_hit_attempts", "http_requests_sent", "http_answers_received", "http_abandoned")
 
 
 def add_groups(groups: Iterable[dict[str, Any]]) -> dict[str, Any]:

@@ -237,14 +237,15 @@ def _tex(text: str) -> str:
 def main() -> None:
     from gcpc import paths
     from gcpc.io import read_models
-    from gcpc.params import load_params, stage_args
+    from gcpc.llm.cli import llm_stage_args, load_llm_params, stage_errors
 
-    params = load_params(stage_args("`python -m gcpc.synthesis.audit`: category audit of the pipeline's checklists").params)
+    params = load_llm_params(llm_stage_args("`python -m gcpc.synthesis.audit`: category audit of the pipeline's checklists"))
     out_dir = paths.PROCESSED / "audit"
     settings = AuditSettings.from_params(params.get("synthesis", {}))
-    summary = run_audit(read_models(paths.INGEST / "tasks.jsonl", Task),
-                        read_models(paths.SYNTHESIZE / "checklists.jsonl", Checklist),
-                        params["generator"], settings, out_dir)
+    with stage_errors():
+        summary = run_audit(read_models(paths.INGEST / "tasks.jsonl", Task),
+                            read_models(paths.SYNTHESIZE / "checklists.jsonl", Checklist),
+                            params["generator"], settings, out_dir)
     write_text(out_dir / "coverage.md", "# Category audit\n\n" + coverage_markdown({params.get("data", {}).get("name", "corpus"): summary}))
     write_json(paths.METRICS / "audit.json", {name: {"coverage": e["coverage"], "item_coverage": e["item_coverage"]}
                                              for name, e in summary["schemes"].items()})

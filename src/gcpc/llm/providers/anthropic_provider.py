@@ -45,8 +45,10 @@ def _from_message(msg: AnthropicMessage | dict[str, Any], request_id: str | None
     usage = int_usage(input_tokens=u.input_tokens, output_tokens=u.output_tokens,
                       cache_creation_input_tokens=u.cache_creation_input_tokens or 0,
                       cache_read_input_tokens=u.cache_read_input_tokens or 0)
+    # stop_reason "refusal": the model declined; its text (if any) is the refusal, not an answer
+    refusal = (text or "(no text)") if msg.stop_reason == "refusal" else None
     return RawResponse(text=text, usage=usage, request_id=request_id, served_model=msg.model,
-                       stop_reason=msg.stop_reason, batch_id=batch_id)
+                       stop_reason=msg.stop_reason, batch_id=batch_id, refusal=refusal)
 
 
 class AnthropicProvider(RemoteProvider):

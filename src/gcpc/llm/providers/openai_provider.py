@@ -98,8 +98,7 @@ def _from_completion(data: dict[str, Any], request_id: str | None, batch_id: str
     message = choice.get("message") or {}
     text = message.get("content")
     stop = choice.get("finish_reason")
-    if text is None and message.get("refusal"):
-        text, stop = "", f"refusal: {message['refusal']}"
+    refusal = message.get("refusal")  # the model declined (content is null then): a refusal, not an invalid answer
     u = data.get("usage") or {}
     prompt = u.get("prompt_tokens") or 0
     cached = (u.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
@@ -107,7 +106,7 @@ def _from_completion(data: dict[str, Any], request_id: str | None, batch_id: str
     usage = int_usage(input_tokens=prompt - cached, cache_read_input_tokens=cached,
                       output_tokens=u.get("completion_tokens") or 0, reasoning_tokens=reasoning)
     return RawResponse(text=text or "", usage=usage, request_id=request_id, served_model=data.get("model"),
-                       stop_reason=stop, batch_id=batch_id)
+                       stop_reason=stop, batch_id=batch_id, refusal=str(refusal) if refusal else None)
 
 
 def merged_turns(messages: list[Message]) -> list[dict[str, str]]:

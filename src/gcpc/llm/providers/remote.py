@@ -16,7 +16,7 @@ from typing import Any
 from types import ModuleType
 
 from gcpc.llm import secrets
-from gcpc.llm.base import BatchResult, LLMRequest, RawResponse
+from gcpc.llm.base import AuthenticationFailed, BatchResult, LLMRequest, RawResponse
 from gcpc.llm.retry import Backoff, acall_with_retries, call_with_retries
 from gcpc.llm.schemas import SCHEMAS
 from gcpc.llm.settings import LLMSettings
@@ -96,8 +96,12 @@ class RemoteProvider(ABC):
             raw = self.call(client, request)
             return raw.model_copy(update={"latency_s": round(time.perf_counter() - t0, 6)})
 
-        raw, retries = call_with_retries(once, self.settings.retry, what=self._what(request), backoff=self.backoff)
-        return raw.model_copy(update={"transport_retries": retries})
+        wire: dict[str, int] = {}
+        try:
+            raw, retries = call_with_retries(once, self.settings.retry, what=self._what(request), backoff=self.backoff, wire=wire)
+        except AuthenticationFailed as exc:
+            raise self.auth_failed(exc) from None
+        return raw.model_copy(update={"transport_retries": retries, "wire": wire})
 
     async def acomplete(self, request: LLMRequest) -> RawResponse:
         client = self.async_client()
@@ -107,12 +111,33 @@ class RemoteProvider(ABC):
             raw = await self.acall(client, request)
             return raw.model_copy(update={"latency_s": round(time.perf_counter() - t0, 6)})
 
-        raw, retries = await acall_with_retries(once, self.settings.retry, what=self._what(request), backoff=self.backoff)
-        return raw.model_copy(update={"transport_retries": retries})
+        wire: dict[str, int] = {}
+        try:
+            raw, retries = await acall_with_retries(once, self.settings.retry, what=self._what(request), backoff=self.backoff,
+                                                    wire=wire)
+        except AuthenticationFailed as exc:
+            raise self.auth_failed(exc) from None
+        return raw.model_copy(update={"transport_retries": retries, "wire": wire})
+
+    def auth_failed(self, exc: AuthenticationFailed) -> AuthenticationFailed:
+        """The rejection as one line naming this provider and the environment variable to set."""
+        env = self.settings.api_key_env or secrets.DEFAULT_ENV.get(self.name, "the API key variable")
+        where = f" at {self.settings.base_url}" if self.settings.base_url else ""
+        detail = " ".join(str(exc).split())
+        detail = detail if len(detail) <= 300 else detail[:300] + "..."
+        err = AuthenticationFailed(secrets.redact(
+            f"{self.name}{where} rejected the credentials for model {self.model} ({detail}); set the environment variable "
+            f"{env} to a valid key with access to it (api_key_env in conf/llm names another variable), then re-run: "
+            f"the stage resumes where it stopped"))
+        err.wire = exc.wire
+        return err
 
     # ---- batches (synchronous SDK calls, each retried like a model call) ----------------------
     def retried(self, what: str, fn: Any) -> Any:
-        return call_with_retries(fn, self.settings.retry, what=f"{self.name} {what}", backoff=self.backoff)[0]
+        try:
+            return call_with_retries(fn, self.settings.retry, what=f"{self.name} {what}", backoff=self.backoff)[0]
+        except AuthenticationFailed as exc:
+            raise self.auth_failed(exc) from None
 
     @abstractmethod
     def submit_batch(self, requests: list[LLMRequest]) -> str: ...

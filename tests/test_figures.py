@@ -63,6 +63,7 @@ def test_forest_plot_handles_undefined_auc():
     res["arms"]["gcpc"]["gcpc_plain"].update(auc=None, ci_low=None, ci_high=None, skipped="single class")
     fig = forest_plot(res, None)
     assert fig.axes[0].get_title() == f"RQ1: score AUC (n = {res['n_trajectories']} trajectories)"
+    assert any(t.get_text() == "undefined: single class" for t in fig.axes[0].texts)
 
 
 def test_report_stage_end_to_end(tmp_path, monkeypatch):
@@ -137,3 +138,26 @@ def test_score_by_outcome_samples_points_of_large_groups_but_boxes_all(monkeypat
     assert "seeded sample of 40" in fig._suptitle.get_text()
     small = score_by_outcome_plot(make_metrics(), rq1(make_metrics(), FAST)["config"])
     assert small._suptitle is None  # below the cap every point is drawn, as before
+
+
+def test_figure_text_check_finds_clipped_overlapping_and_covering_text():
+    """The check tests/test_report_demo.py applies to every committed figure fails on each kind of fault."""
+    from matplotlib.figure import Figure
+
+    from figure_text import text_problems
+
+    fig = Figure(figsize=(3, 2), dpi=100)
+    ax = fig.add_subplot()
+    ax.set_yticks([0, 1], ["a y tick label much too long to fit left of the axes", "b"])
+    ax.text(0.5, 0.5, "one")
+    ax.text(0.5, 0.5, "two")
+    ax.bar([0, 1], [1, 1], label="bars")
+    ax.legend(loc="center")
+    problems = text_problems(fig)
+    assert any("leaves the canvas" in p and "too long" in p for p in problems)
+    assert any("'one' overlaps 'two'" in p for p in problems)
+    assert any("legend" in p and "covers" in p for p in problems)
+    tidy = Figure(figsize=(3, 2), dpi=100)
+    tidy.add_subplot().plot([0, 1], [0, 1], "o", label="x")
+    tidy.tight_layout()
+    assert text_problems(tidy) == []

@@ -253,7 +253,7 @@ SPEED_ONLY = {
 
 ABSENT_TOP_LEVEL = {
     # read but not in params.yaml, so DVC cannot track them (a declared param that is missing fails `dvc repro`)
-    "llm": "gcpc.report.figures.judge_label looks for an older `llm.judge` layout before `judge`",
+    "llm": "gcpc.analysis.figures.judge_label looks for an older `llm.judge` layout before `judge`",
 }
 
 

@@ -10,7 +10,7 @@ import pandas as pd
 import yaml
 
 from gcpc.analysis.rq1 import rq1
-from gcpc.report.figures import forest_plot, judge_label, save_figure, score_by_outcome_plot
+from gcpc.analysis.figures import forest_plot, judge_label, save_figure, score_by_outcome_plot
 
 FAST = {"bootstrap": {"n_resamples": 30, "seed": 0, "ci": 0.95}}
 
@@ -84,7 +84,7 @@ def test_report_stage_end_to_end(tmp_path, monkeypatch):
 
 
 def test_figure4_with_and_without_reference_arm(tmp_path):
-    from gcpc.report.figures import fig4
+    from gcpc.analysis.figures import fig4
 
     m = make_metrics(seed=3)
     with_ref = rq1(m.assign(arm=m["arm"].replace({"baseline": "holistic"})), FAST)
@@ -104,7 +104,7 @@ def test_figure4_with_and_without_reference_arm(tmp_path):
 def test_rq_figures_render_when_inputs_are_missing(tmp_path):
     import pandas as pd
 
-    from gcpc.report.figures import fig5, rq2_figure, rq4_figure, rq5_figure
+    from gcpc.analysis.figures import fig5, rq2_figure, rq4_figure, rq5_figure
 
     cfg = {"primary_arm": "gcpc", "scores": ["gcpc_plain"], "zero_evidence_score": 0.0, "rq3": {"threshold": 0.1}}
     figs = {
@@ -123,7 +123,7 @@ def test_rq_figures_render_when_inputs_are_missing(tmp_path):
 
 
 def test_score_by_outcome_samples_points_of_large_groups_but_boxes_all(monkeypatch):
-    import gcpc.report.figures as figures
+    import gcpc.analysis.figures as figures
 
     monkeypatch.setattr(figures, "MAX_POINTS", 40)
     m = make_metrics(n_tasks=20, per_task=12)

@@ -17,8 +17,8 @@ from typing import Any
 
 from gcpc.corpus.models import Event, Task, Trajectory
 from gcpc.corpus.render import render_log, truncate_middle
-from gcpc.judging.authorship import authored_lines, line_authorship
-from gcpc.judging.authorship import mark_authored as mark_authored_text
+from gcpc.corpus.authorship import authored_lines, line_authorship
+from gcpc.corpus.authorship import mark_authored as mark_authored_text
 from gcpc.judging.view import ViewSettings, judge_input
 from gcpc.llm.prompts import LayoutTemplate
 from gcpc.llm.tokens import count_tokens

@@ -40,8 +40,8 @@ FAIL_COLOR = "#d95f02"
 
 
 def _words(result: dict[str, Any]) -> Any:
-    """Arm x score labels in words (gcpc.report.labels) for an rq1 result."""
-    from gcpc.report.labels import labeler_for
+    """Arm x score labels in words (gcpc.analysis.labels) for an rq1 result."""
+    from gcpc.analysis.labels import labeler_for
 
     return labeler_for(result.get("arm_kinds"), list(result.get("arms", {})), result.get("config", {}).get("primary_arm"))
 
@@ -106,7 +106,7 @@ def score_by_outcome_plot(metrics: pd.DataFrame, cfg: dict[str, Any] | None = No
     Uses the same filtering and zero-evidence filling as rq1 so the picture matches the AUCs.
     """
     from gcpc.analysis.rq1 import arm_kinds
-    from gcpc.report.labels import labeler_for
+    from gcpc.analysis.labels import labeler_for
 
     c = resolve_config(cfg)
     rows = decided(metrics)

@@ -300,6 +300,10 @@ def fig4(result: dict[str, Any], judges: dict[str, str] | None = None) -> Figure
         fig.suptitle(f"Figure 4: RQ1 ranking PASS above FAIL ({result['n_trajectories']} trajectories with PASS or FAIL; "
                      f"each row's n: those it scores, {ze})"
                      + (f"\njudges: {_wrap(who, 140)}" if who else ""), fontsize=9)
+        # lay out once, here, and freeze: constrained layout run again on a drawn figure moves things by a
+        # pixel, so the PNG and the PDF (drawn one after the other with one process) would differ from two
+        fig.draw_without_rendering()
+        fig.set_layout_engine("none")
     return fig
 
 

@@ -140,3 +140,12 @@ def register_resolvers() -> None:
     for name, fn in RESOLVERS.items():
         if not OmegaConf.has_resolver(name):
             OmegaConf.register_new_resolver(name, fn)
+
+
+def check_data_folders(data: Mapping[str, Any], root: Path | None = None) -> list[str]:
+    """Every folder and file a data config names exists (what ingest checks first, for `python -m gcpc.params`
+    to say before a run); returns the corpus roots. FileNotFoundError names the key and the path searched."""
+    from gcpc.corpus.ingest import corpora_from_params, corpus_root_of
+
+    base = Path.cwd() if root is None else root
+    return [str(corpus_root_of(cfg, base)) for cfg in corpora_from_params(dict(_plain(data)))]

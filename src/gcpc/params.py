@@ -11,6 +11,8 @@ from typing import Any
 
 import yaml
 
+from gcpc.errors import ParamsError
+
 
 def load_params(path: str | Path = "params.yaml") -> dict[str, Any]:
     path = Path(path)
@@ -26,7 +28,7 @@ def section(params: dict[str, Any], dotted: str, *, source: str = "params.yaml")
     node: Any = params
     for part in dotted.split("."):
         if not isinstance(node, dict) or part not in node:
-            raise KeyError(f"{source}: missing required key '{dotted}'")
+            raise ParamsError(f"{source}: missing required key '{dotted}'")
         node = node[part]
     return node
 
@@ -80,3 +82,7 @@ if __name__ == "__main__":
     parser.add_argument("--output", default="params.yaml")
     ns = parser.parse_args()
     compose(ns.output, ns.overrides)
+    from gcpc.experiment import check_data_folders
+
+    # pre-flight: a typo'd folder fails here, not seconds into ingest (FileNotFoundError: one line, exit 2)
+    print(f"{ns.output}: composed; data folders found: {', '.join(check_data_folders(load_params(ns.output)['data']))}")

@@ -14,6 +14,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from gcpc.errors import ParamsError
 from gcpc.corpus.fingerprint import _known_fingerprints, log_fingerprint, remember_fingerprint  # noqa: F401 (remember: re-exported)
 from gcpc.corpus.guard import confined, outside_links, read_guarded
 from gcpc.corpus.harbor import display_path, find_trial_folders, read_tasks, read_trial
@@ -39,7 +40,7 @@ class IngestResult:
 
 def _required(cfg: dict[str, Any], key: str) -> Any:
     if key not in cfg or cfg[key] in (None, ""):
-        raise KeyError(f"corpus config {cfg.get('name', '?')!r}: missing required key '{key}'")
+        raise ParamsError(f"corpus config {cfg.get('name', '?')!r}: missing required key '{key}'")
     return cfg[key]
 
 
@@ -385,7 +386,7 @@ def corpora_from_params(data: dict[str, Any]) -> list[dict[str, Any]]:
     corpora = data.get("corpora")
     if corpora is None:
         if "tasks_dir" not in data and "tasks_file" not in data and "trials_dirs" not in data:
-            raise KeyError("params.yaml: section 'data' needs 'tasks_dir' (one corpus) or 'corpora'")
+            raise ParamsError("params.yaml: section 'data' needs 'tasks_dir' (one corpus) or 'corpora'")
         return [{k: v for k, v in data.items() if k not in ("out_dir", "population")}]
     if isinstance(corpora, dict):
         return [{"name": name, **cfg} for name, cfg in corpora.items()]

@@ -28,6 +28,7 @@ from typing import Any
 import jinja2
 import pandas as pd
 
+from gcpc.errors import ParamsError
 from gcpc.corpus.models import EVIDENCE_KINDS, Task, Trajectory
 from gcpc.corpus.render import event_header, truncate_middle
 from gcpc.io import iter_jsonl, read_models
@@ -118,7 +119,7 @@ def read_inputs(params: dict[str, Any], *, ingest_dir: Path = INGEST, synth_dir:
     gen = params.get("generator") or {}
     arms = sorted((params.get("arm") or {}).keys())
     if not arms:
-        raise KeyError("params.yaml: 'arm' configures no judging arm")
+        raise ParamsError("params.yaml: 'arm' configures no judging arm")
     judgments: dict[str, list[Judgment]] = {}
     hashes: dict[str, dict[str, str]] = {}
     for arm in arms:

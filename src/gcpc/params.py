@@ -55,7 +55,19 @@ def parse_args(parser: argparse.ArgumentParser, argv: list[str] | None = None, *
 
     argv = list(sys.argv[1:] if argv is None else argv)
     refuse_hydra_args(argv, overrides=overrides)
+    if parser.prog.endswith(".py"):  # argparse names a `python -m` program after its file (`__main__.py`)
+        parser.prog = entry_program(parser.prog)
     return parser.parse_args(argv)
+
+
+def entry_program(default: str) -> str:
+    """`python -m gcpc.x` as this process was started, for --help and usage lines; else `default`."""
+    import sys
+
+    argv = getattr(sys, "orig_argv", [])
+    if "-m" in argv[:-1]:
+        return f"python -m {argv[argv.index('-m') + 1]}"
+    return default
 
 
 def stage_args(description: str, argv: list[str] | None = None) -> argparse.Namespace:

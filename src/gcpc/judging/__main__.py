@@ -10,8 +10,12 @@ from gcpc.params import load_params, parse_args
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("arm")
-    parser.add_argument("--params", default="params.yaml")
+    try:  # the configured arms, for --help (a missing or broken params.yaml is reported when the stage runs)
+        arms = ", ".join(sorted(load_params("params.yaml").get("arm") or {})) or "none configured"
+    except (OSError, ValueError):
+        arms = "see params.yaml `arm`"
+    parser.add_argument("arm", help=f"the arm to judge, one of the arm set in params.yaml ({arms})")
+    parser.add_argument("--params", default="params.yaml", help="composed parameters (default: params.yaml)")
     args = parse_args(parser)
     try:
         counts = judge_stage(load_params(args.params), args.arm, paths.INGEST, paths.SYNTHESIZE, paths.judge_dir(args.arm))

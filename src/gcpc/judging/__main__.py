@@ -10,10 +10,12 @@ from gcpc.params import load_params, parse_args
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
-    try:  # the configured arms, for --help (a missing or broken params.yaml is reported when the stage runs)
-        arms = ", ".join(sorted(load_params("params.yaml").get("arm") or {})) or "none configured"
-    except (OSError, ValueError):
-        arms = "see params.yaml `arm`"
+    arms = "see params.yaml `arm`"
+    if {"-h", "--help"} & set(sys.argv[1:]):  # the configured arms, for --help only: a run reads just its own arm
+        try:
+            arms = ", ".join(sorted(load_params("params.yaml").get("arm") or {})) or "none configured"
+        except (OSError, ValueError):
+            pass
     parser.add_argument("arm", help=f"the arm to judge, one of the arm set in params.yaml ({arms})")
     parser.add_argument("--params", default="params.yaml", help="composed parameters (default: params.yaml)")
     args = parse_args(parser)

@@ -22,6 +22,7 @@ import yaml
 
 from gcpc.corpus.models import Task, Trajectory
 from gcpc.io import read_models, write_json
+from gcpc.params import load_params
 from gcpc.judging.stage import arm_spec, judge_arm
 from gcpc.judging.tick_arm import LIMITS
 from gcpc.llm.base import LLMRequest
@@ -51,6 +52,7 @@ def estimate_judges(params: dict[str, Any], ingest_dir: Path, synth_dir: Path, j
                     arms: list[str] | None = None) -> dict[str, dict[str, Any]]:
     """One estimate per judge config (name -> config). Requests are built once per distinct
     SAME_REQUESTS settings (rendering and tokenizing every arm's requests is the slow part)."""
+    judging = {k: params[k] for k in ("arm", "judging") if k in params}  # what building the requests reads, no more
     trajectories = read_models(ingest_dir / "trajectories.jsonl", Trajectory)
     tasks = {(t.benchmark, t.task_id): t for t in read_models(ingest_dir / "tasks.jsonl", Task)}
     checklists = {(c.benchmark, c.task_id): c for c in read_models(synth_dir / "checklists.jsonl", Checklist)}
@@ -64,7 +66,7 @@ def estimate_judges(params: dict[str, Any], ingest_dir: Path, synth_dir: Path, j
             new_calls: dict[str, int] = {}
             for name in arms or sorted(params.get("arm") or {}):
                 before = set(distinct)
-                arm_keys[name] = summarize(arm_requests(params | {"judge": llm_cfg}, name, trajectories, checklists, tasks), distinct)
+                arm_keys[name] = summarize(arm_requests(judging | {"judge": llm_cfg}, name, trajectories, checklists, tasks), distinct)
                 # identical requests of arms priced earlier are one call (request keys leave out `purpose`)
                 new_calls[name] = len(set(arm_keys[name]) - before)
             built[shape] = distinct, arm_keys, new_calls
@@ -112,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="price with this structured_output mode instead of the judge config's")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
-    params = yaml.safe_load(args.params.read_text(encoding="utf-8"))
+    params = load_params(args.params)
     judges = ({name: yaml.safe_load(Path("conf/llm", f"{name}.yaml").read_text(encoding="utf-8")) for name in args.judge}
               if args.judge else {"judge": params["judge"]})
     if args.structured_output:

@@ -1015,19 +1015,7 @@ def task_sales() -> Task:
     good_csv = _region_csv(g_reg, g_ord)
     good_show = good_csv.replace("\r\n", "\n")
 
-    instruction = """Our sales team exported last quarter's orders to `/root/data/orders.csv` (columns `order_id`, `order_date`, `region`, `product`, `quantity`, `unit_price`, `status`). Finance needs a quarterly summary of the completed orders.
-
-You need to:
-1. Keep only the orders whose `status` is `completed`; rows marked `cancelled` or `refunded` must be excluded from every figure.
-2. Compute the revenue of each order as `quantity * unit_price`.
-3. Save the summary to `/root/output/sales_summary.json` with exactly the keys `total_revenue`, `order_count`, `top_region` and `revenue_by_month`.
-4. `revenue_by_month` must map each month in `YYYY-MM` form (for example `2024-07`) to that month's completed revenue.
-5. `top_region` is the region with the highest completed revenue.
-6. Round every monetary value to 2 decimal places.
-7. Write a per-region breakdown to `/root/output/region_revenue.csv` with the header `region,revenue,orders`, sorted by `revenue` in descending order.
-
-Monetary values are accepted if they are within 0.01 of the reference values.
-"""
+    instruction = content("sales_instruction.md")
     needs_s = [(SUM, "with open(SUMMARY_JSON", None, None)]
     needs_r = [(REG, "with open(REGION_CSV", None, None)]
     months = sorted(good["revenue_by_month"])
@@ -1267,18 +1255,7 @@ def task_nginx() -> Task:
     tests = tests.replace("EXPECTED_STATUS_COUNTS = " + repr(good["status_counts"]),
                           "EXPECTED_STATUS_COUNTS = " + json.dumps(good["status_counts"]))
     REP, SUS = "/root/output/error_report.json", "/root/output/suspicious_ips.txt"
-    instruction = """The web team attached one day of nginx access logs from `web-03` at `/root/logs/access.log` (combined log format). Summarise the errors so that on-call can triage them.
-
-You need to:
-1. Parse every line of `/root/logs/access.log`; lines that do not match the combined log format must be skipped and counted as `malformed_lines`.
-2. Write `/root/output/error_report.json` with the keys `total_requests`, `malformed_lines`, `status_counts`, `error_rate` and `top_error_paths`.
-3. `total_requests` counts the well-formed lines only, and `status_counts` maps each HTTP status code as a string (such as `"404"`) to its number of requests.
-4. `error_rate` is the share of requests with a status of 500 or above, as a fraction between 0 and 1 rounded to 4 decimal places.
-5. `top_error_paths` lists the 3 request paths with the most 5xx responses, most frequent first, with query strings removed (so `/api/orders?page=2` counts as `/api/orders`).
-6. Write every client IP that received more than 10 responses with status `401` or `403` to `/root/output/suspicious_ips.txt`, one IP per line, sorted ascending.
-
-`error_rate` is accepted within 0.0005 of the reference value; all counts must match exactly.
-"""
+    instruction = content("nginx_instruction.md")
     needs = [(REP, "with open(REPORT_JSON", None, None)]
     needs_s = [(SUS, "with open(SUSPICIOUS_TXT", None, None)]
     cases = [
@@ -1384,11 +1361,7 @@ with open(f"{OUT_DIR}/suspicious_ips.txt", "w") as f:
                text="A few lines don't match the combined format; they need to be counted as malformed."),
         ],
     }
-    notes = ("Ops notes for the access-log export (web-03)\n"
-             "- Logs come from the nginx front proxy, one day (2024-11-12, UTC).\n"
-             "- Load balancer health checks hit /health every few seconds; they are normal traffic.\n"
-             "- A few lines were corrupted during log rotation; skip them rather than guessing.\n"
-             "- Security wants the clients that keep getting 401/403 on /api/login and /admin/export.")
+    notes = content("nginx_notes.txt")
     fields9 = {}
     for ln in lines:
         f = ln.split()
@@ -1483,18 +1456,7 @@ def task_beam() -> Task:
         f'{r["max_moment_kNm"]}, "passes_limit": {r["passes_limit"]}}},\n' for r in good) + "}"
     tests = BEAM_TESTS.replace("@EXPECTED@", expected_src)
     RJ, RC = "/root/output/beam_results.json", "/root/output/beam_results.csv"
-    instruction = """A structural intern collected four simply supported beams in `/root/input/beams.json`, but the entries mix imperial and SI units. Check each beam under a single point load at midspan.
-
-You need to:
-1. Convert every quantity to SI before computing: lengths to metres, loads to newtons, `E` to pascals and `I` to m^4 (each entry gives its `unit` next to the `value`).
-2. Compute the midspan deflection with `delta = P * L**3 / (48 * E * I)` and report it in millimetres as `max_deflection_mm`.
-3. Compute the maximum bending moment `M = P * L / 4` and report it in kilonewton-metres as `max_moment_kNm`.
-4. Set `passes_limit` to `true` when the deflection is at most `L / 360`, otherwise `false`.
-5. Save the results to `/root/output/beam_results.json` as a list with one object per beam, keeping the `beam_id` values and the input order.
-6. Also write `/root/output/beam_results.csv` with the header `beam_id,max_deflection_mm,max_moment_kNm,passes_limit` and one row per beam.
-
-Numeric values are accepted within a 0.5% relative tolerance.
-"""
+    instruction = content("beam_instruction.md")
     ids = [b["beam_id"] for b in BEAMS]
     needs = [(RJ, "with open(RESULTS_JSON", None, None)]
     cases = [
@@ -1685,18 +1647,7 @@ def task_inventory() -> Task:
     tests = (INVENTORY_TESTS.replace("@ROWS@", str(len(good))).replace("@TOTAL@", repr(gs["grand_total"]))
              .replace("@ITEMS@", items_src))
     CSV_, SUMJ = "/root/output/inventory.csv", "/root/output/inventory_summary.json"
-    instruction = """Procurement keeps the stock list as nested YAML in `/root/data/inventory.yaml` (a list of `warehouses`, each with its own `items`). Convert it to a flat CSV for the ERP import.
-
-You need to:
-1. Write `/root/output/inventory.csv` with exactly the header `sku,name,warehouse,quantity,unit_price,total_value` and one row per item.
-2. Fill the `warehouse` column with the `code` of the warehouse the item belongs to (for example `WH-NORTH`).
-3. Parse `unit_price` strings such as `"$1,249.50"` into plain numbers with 2 decimals, and write a missing `quantity` as `0`.
-4. Compute `total_value` as `quantity * unit_price`, rounded to 2 decimals.
-5. Sort the rows by `sku` in ascending order and encode the file as UTF-8 without a BOM.
-6. Write `/root/output/inventory_summary.json` with the keys `item_count`, `warehouse_count` and `grand_total` (the sum of all `total_value` entries).
-
-Numeric values are accepted within 0.01 of the reference.
-"""
+    instruction = content("inventory_instruction.md")
     rows_needs = [(CSV_, "with open(CSV_PATH", None, None)]
     cases = [
         Case(None, "test_csv_header", needs=[(CSV_, "with open(CSV_PATH", None, None)]),
@@ -1872,18 +1823,7 @@ def task_release() -> Task:
         f'    "{p}": [\n' + "".join(f'        "{d}",\n' for d in groups[p]) + "    ],\n" for p in ("feat", "fix", "docs")) + "}"
     tests = RELEASE_TESTS.replace("@BULLETS@", bullets_src).replace("@STATS@", json.dumps(stats))
     NOTES, STATS = "/root/output/RELEASE_NOTES.md", "/root/output/release_stats.json"
-    instruction = """We are cutting release `2.4.0` and need release notes generated from the commit subjects in `/root/repo/commits.txt` (one conventional-commit subject per line, newest last).
-
-You need to:
-1. Create `/root/output/RELEASE_NOTES.md` whose first line is exactly `# Release 2.4.0`.
-2. Group the commits into the sections `## Features` (prefix `feat:`), `## Bug Fixes` (prefix `fix:`) and `## Documentation` (prefix `docs:`), in that order.
-3. Write each commit as a bullet `- <description>` with the conventional-commit prefix removed, the first letter capitalised and the trailing PR number such as `(#412)` kept.
-4. Remove duplicate subjects (cherry-picked commits appear twice) so every entry is listed only once, in first-seen order.
-5. Leave out `chore:` and `ci:` commits as well as merge commits entirely.
-6. Save the counts to `/root/output/release_stats.json` with the keys `features`, `fixes`, `docs` and `skipped`, where `skipped` counts the `chore:` and `ci:` lines.
-
-The notes are compared line by line after stripping trailing whitespace.
-"""
+    instruction = content("release_instruction.md")
     needs = [(NOTES, "with open(NOTES", None, None)]
     sneeds = [(STATS, "with open(STATS", None, None)]
     cases = [
@@ -2080,18 +2020,7 @@ def _check_output(workers=4):
 def task_config() -> Task:
     INI, UNIT, LOGD, CHK = ("/etc/webapp/webapp.ini", "/etc/systemd/system/webapp.service", "/var/log/webapp",
                             "/root/output/config_check.txt")
-    instruction = """The `webapp` service on this host needs its production configuration. The vendor's sample config is at `/root/config/webapp.ini.example` and the binary is `/opt/webapp/bin/webapp`.
-
-You need to:
-1. Create `/etc/webapp/webapp.ini` from the sample, setting `port = 8443` and `workers = 4` in the `[server]` section and keeping the `[database]` section unchanged.
-2. In the `[logging]` section set `level = WARNING` and `file = /var/log/webapp/app.log`.
-3. Make sure the directory `/var/log/webapp` exists and is owned by the `webapp` user.
-4. Set the permissions of `/etc/webapp/webapp.ini` to `640`.
-5. Create the systemd unit `/etc/systemd/system/webapp.service` with `User=webapp`, `ExecStart=/opt/webapp/bin/webapp --config /etc/webapp/webapp.ini` and `Restart=on-failure`.
-6. Validate the configuration with `/opt/webapp/bin/webapp --check-config /etc/webapp/webapp.ini` and save its output to `/root/output/config_check.txt`.
-
-Values are compared exactly as strings; whitespace around `=` is ignored.
-"""
+    instruction = content("config_instruction.md")
     cneeds = [(INI, "with open(INI", None, None)]
     uneeds = [(UNIT, "with open(UNIT", None, None)]
     params = [("port", "server", "port", "8443"), ("workers", "server", "workers", "4"),

@@ -369,6 +369,12 @@ def test_cli_init_status_export(demo, tmp_path, monkeypatch, capsys):
     assert read_annotations(tmp_path / "e.jsonl").n_records == 0
     assert main(["init", "--db", str(db), "--annotators", "A1"]) == 2
     assert "already exists" in capsys.readouterr().err
+    # the default lands beside the study (git-ignored), and a committed input is refused without --force
+    assert main(["export", "--db", str(db)]) == 0 and (work / "annotation" / "annotations.jsonl").exists()
+    committed = ROOT / "data" / "demo" / "annotations" / "annotations.jsonl"
+    before = committed.read_bytes()
+    assert main(["export", "--db", str(db), str(committed)]) == 2
+    assert "git tracks this file" in capsys.readouterr().err and committed.read_bytes() == before
 
 
 def test_partial_import_asks_only_what_is_missing(demo, tmp_path):

@@ -176,3 +176,21 @@ def test_missing_inputs_are_named(demo, tmp_path):
     with pytest.raises(FileNotFoundError, match="metrics.parquet"):
         p = work / "data/processed"
         read_inputs(params, ingest_dir=p / "ingest", synth_dir=p / "synthesize", judge_root=p / "judge", finalize_dir=tmp_path)
+
+
+def test_every_page_names_its_judges_and_floor_arms_show_their_feature(demo, tmp_path):
+    """Issue 28: who judged at the top of every page, "Not an LLM" for the heuristic provider, and a floor
+    arm's feature values (it has no questions or verdicts) in the page data."""
+    work, params = demo
+    build_site(_inputs(work, params), tmp_path / "site")
+    pages = [tmp_path / "site" / "index.html", *sorted((tmp_path / "site" / "t").iterdir())]
+    for page in pages:
+        top = page.read_text(encoding="utf-8").split("<h1", 1)[0]
+        assert '<div id="judges"' in top and "heuristic/gcpc-heuristic-v1" in top, page.name
+        assert "<b>Not an LLM.</b>" in top and "not findings about LLM judges" in top, page.name
+    floors = [a for a in _embedded(pages[1])["arms"] if a.get("kind") == "floor"]
+    if not floors:
+        pytest.skip("the composed arm set has no floor arm")
+    for a in floors:
+        assert a["labels"] == [] and a["model"].startswith("floor:")
+        assert a["floor"] and "log_chars" in a["floor"] and a["score"] is not None

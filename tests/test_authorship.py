@@ -1,11 +1,11 @@
-"""Echo resistance (gcpc.judging.authorship): the fast paths equal the plain forms, and the rules hold."""
+"""Echo resistance (gcpc.corpus.authorship): the fast paths equal the plain forms, and the rules hold."""
 
 import random
 import shlex
 
 import pytest
 
-from gcpc.judging.authorship import line_authorship, norm, norm_reference, shell_tokens
+from gcpc.corpus.authorship import line_authorship, norm, norm_reference, shell_tokens
 
 
 def _shlex(cmd: str) -> list[str]:
@@ -70,6 +70,6 @@ def test_norm_lines_equals_norm_of_each_line():
     alphabet = list("aB1 2.)-+>*_`\t.,;:ÉİẞΣ٣²x ") + ["\n", "\r\n", "\r", "\x0b", "\x85", "\u2028"]
     for _ in range(20_000):
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30)))
-        from gcpc.judging.authorship import norm_lines
+        from gcpc.corpus.authorship import norm_lines
 
         assert norm_lines(text) == [norm_reference(line) for line in text.splitlines()], repr(text)

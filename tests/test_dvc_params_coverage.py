@@ -253,7 +253,7 @@ SPEED_ONLY = {
 
 ABSENT_TOP_LEVEL = {
     # read but not in params.yaml, so DVC cannot track them (a declared param that is missing fails `dvc repro`)
-    "llm": "gcpc.report.figures.judge_label looks for an older `llm.judge` layout before `judge`",
+    "llm": "gcpc.analysis.figures.judge_label looks for an older `llm.judge` layout before `judge`",
 }
 
 
@@ -290,6 +290,7 @@ def _demo_work(tmp_path: Path) -> tuple[Path, dict, Path]:
     (work / "data").mkdir(parents=True)
     os.symlink(ROOT / "data" / "demo", work / "data" / "demo")
     os.symlink(ROOT / "prompts", work / "prompts")
+    os.symlink(ROOT / "conf", work / "conf")  # the estimate stage prices with conf/llm/<judge>.yaml
     params = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
     params["analysis"]["bootstrap"]["n_resamples"] = 50  # which keys a stage reads does not depend on the count
     params_path = work / "params.yaml"

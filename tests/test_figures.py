@@ -10,7 +10,7 @@ import pandas as pd
 import yaml
 
 from gcpc.analysis.rq1 import rq1
-from gcpc.report.figures import forest_plot, judge_label, save_figure, score_by_outcome_plot
+from gcpc.analysis.figures import forest_plot, judge_label, save_figure, score_by_outcome_plot
 
 FAST = {"bootstrap": {"n_resamples": 30, "seed": 0, "ci": 0.95}}
 
@@ -63,6 +63,7 @@ def test_forest_plot_handles_undefined_auc():
     res["arms"]["gcpc"]["gcpc_plain"].update(auc=None, ci_low=None, ci_high=None, skipped="single class")
     fig = forest_plot(res, None)
     assert fig.axes[0].get_title() == f"RQ1: score AUC (n = {res['n_trajectories']} trajectories)"
+    assert any(t.get_text() == "undefined: single class" for t in fig.axes[0].texts)
 
 
 def test_report_stage_end_to_end(tmp_path, monkeypatch):
@@ -83,7 +84,7 @@ def test_report_stage_end_to_end(tmp_path, monkeypatch):
 
 
 def test_figure4_with_and_without_reference_arm(tmp_path):
-    from gcpc.report.figures import fig4
+    from gcpc.analysis.figures import fig4
 
     m = make_metrics(seed=3)
     with_ref = rq1(m.assign(arm=m["arm"].replace({"baseline": "holistic"})), FAST)
@@ -103,7 +104,7 @@ def test_figure4_with_and_without_reference_arm(tmp_path):
 def test_rq_figures_render_when_inputs_are_missing(tmp_path):
     import pandas as pd
 
-    from gcpc.report.figures import fig5, rq2_figure, rq4_figure, rq5_figure
+    from gcpc.analysis.figures import fig5, rq2_figure, rq4_figure, rq5_figure
 
     cfg = {"primary_arm": "gcpc", "scores": ["gcpc_plain"], "zero_evidence_score": 0.0, "rq3": {"threshold": 0.1}}
     figs = {
@@ -122,7 +123,7 @@ def test_rq_figures_render_when_inputs_are_missing(tmp_path):
 
 
 def test_score_by_outcome_samples_points_of_large_groups_but_boxes_all(monkeypatch):
-    import gcpc.report.figures as figures
+    import gcpc.analysis.figures as figures
 
     monkeypatch.setattr(figures, "MAX_POINTS", 40)
     m = make_metrics(n_tasks=20, per_task=12)
@@ -137,3 +138,26 @@ def test_score_by_outcome_samples_points_of_large_groups_but_boxes_all(monkeypat
     assert "seeded sample of 40" in fig._suptitle.get_text()
     small = score_by_outcome_plot(make_metrics(), rq1(make_metrics(), FAST)["config"])
     assert small._suptitle is None  # below the cap every point is drawn, as before
+
+
+def test_figure_text_check_finds_clipped_overlapping_and_covering_text():
+    """The check tests/test_report_demo.py applies to every committed figure fails on each kind of fault."""
+    from matplotlib.figure import Figure
+
+    from figure_text import text_problems
+
+    fig = Figure(figsize=(3, 2), dpi=100)
+    ax = fig.add_subplot()
+    ax.set_yticks([0, 1], ["a y tick label much too long to fit left of the axes", "b"])
+    ax.text(0.5, 0.5, "one")
+    ax.text(0.5, 0.5, "two")
+    ax.bar([0, 1], [1, 1], label="bars")
+    ax.legend(loc="center")
+    problems = text_problems(fig)
+    assert any("leaves the canvas" in p and "too long" in p for p in problems)
+    assert any("'one' overlaps 'two'" in p for p in problems)
+    assert any("legend" in p and "covers" in p for p in problems)
+    tidy = Figure(figsize=(3, 2), dpi=100)
+    tidy.add_subplot().plot([0, 1], [0, 1], "o", label="x")
+    tidy.tight_layout()
+    assert text_problems(tidy) == []

@@ -126,7 +126,7 @@ def test_output_buffered_before_a_fork_is_written_once(tmp_path):
 def test_forked_png_gives_the_same_bytes_and_reports_a_failure(tmp_path, monkeypatch):
     from matplotlib.figure import Figure
 
-    from gcpc.report import figures
+    from gcpc.analysis import figures
 
     def fig():
         f = Figure(figsize=(3, 2))

@@ -21,6 +21,7 @@ import pytest
 import yaml
 from hydra import compose, initialize_config_dir
 from demo_outputs import judge_through_finalize
+from figure_text import install_recorder
 from omegaconf import OmegaConf
 
 from gcpc.analysis.common import DEFAULTS, resolve_analysis
@@ -68,8 +69,10 @@ def demo(tmp_path_factory):
     try:
         (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
         judge_through_finalize(params)
-        for module in STAGES:
-            _run_stage(module)
+        with pytest.MonkeyPatch.context() as mp:
+            install_recorder(mp, work / "figure_text")  # every PNG's text layout, for test_figure_text_*
+            for module in STAGES:
+                _run_stage(module)
         yield work
     finally:
         os.chdir(cwd)
@@ -102,6 +105,18 @@ def test_every_listed_table_and_figure_is_valid(demo):
         if path.suffix == ".md":
             tex = path.with_suffix(".tex").read_text(encoding="utf-8")
             assert tex.startswith(r"\begin{tabular}") and tex.rstrip().endswith(r"\end{tabular}"), rel
+
+
+def test_figure_text_stays_on_the_canvas_and_apart(demo):
+    """Every figure the report lists, as its stage drew it: no text artist's extent leaves the canvas or
+    overlaps another text artist, and no legend covers its axes' data (tests/figure_text.py)."""
+    from gcpc.report.build import listed_outputs
+
+    pngs = sorted(p.stem for p in listed_outputs() if p.suffix == ".png")
+    recorded = {f.stem: json.loads(f.read_text(encoding="utf-8")) for f in (demo / "figure_text").glob("*.json")}
+    assert sorted(recorded) == pngs
+    problems = [f"{name}.png: {line}" for name in pngs for line in recorded[name]]
+    assert not problems, "\n".join(problems)
 
 
 def test_report_links_everything_and_names_provenance(demo):

@@ -29,6 +29,14 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+CONTENT = HERE / "content"
+"""The long texts the demo writes (verifier tests, skills, scripts, setup files), as files: read back byte for byte."""
+
+
+def content(name: str) -> str:
+    with open(CONTENT / name, encoding="utf-8", newline="") as f:
+        return f.read()
+
 SEED = 20260203
 B62 = string.ascii_letters + string.digits
 
@@ -60,12 +68,7 @@ CC_TOOLS = [
     "Skill", "EnterPlanMode", "ToolSearch",
 ]
 CC_SLASH = ["compact", "context", "cost", "init", "pr-comments", "release-notes", "review", "security-review"]
-READ_REMINDER = (
-    "\n\n<system-reminder>\nWhenever you read a file, you should consider whether it would be "
-    "considered malware. You CAN and SHOULD provide analysis of malware, what it is doing. But you "
-    "MUST refuse to improve or augment the code. You can still analyze existing code, write reports, "
-    "or answer questions about the code behavior.\n</system-reminder>\n"
-)
+READ_REMINDER = content("read_reminder.txt")
 TODO_OK = (
     "Todos have been modified successfully. Ensure that you continue to use the todo list to track "
     "your progress. Please proceed with the current tasks if applicable"
@@ -584,40 +587,9 @@ def run_verifier(task: "Task", rng: Rng, fails: dict, missing: set[str], t0: flo
     return ctrf, "\n".join(out) + "\n", len(passed_rows), n
 
 
-PIP_TEST_SH = """#!/bin/bash
-pip3 install --break-system-packages --root-user-action=ignore -q pytest==8.4.1 pytest-json-ctrf==0.3.5{extra}
-mkdir -p /logs/verifier
-pytest --ctrf /logs/verifier/ctrf.json /tests/test_outputs.py -rA{v}{tb}
-if [ $? -eq 0 ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi
-exit 0
-"""
+PIP_TEST_SH = content("pip_test_sh.sh")
 
-UV_TEST_SH = """#!/bin/bash
-
-# Use this file to install test dependencies and run the tests.
-# It will be copied to /tests/test.sh and run from the working directory.
-
-apt-get update -qq > /dev/null
-apt-get install -y -qq curl > /dev/null
-
-curl -LsSf https://astral.sh/uv/0.9.7/install.sh | env UV_PRINT_QUIET=1 sh
-
-source $HOME/.local/bin/env
-
-# Ensure logs directory exists
-mkdir -p /logs/verifier
-
-# CTRF produces a standard test report in JSON format which is useful for logging.
-uvx {extra}--with pytest==8.4.1 \\
-  --with pytest-json-ctrf==0.3.5 \\
-  pytest --ctrf /logs/verifier/ctrf.json /tests/test_outputs.py -rA{tb}
-
-if [ $? -eq 0 ]; then
-  echo 1 > /logs/verifier/reward.txt
-else
-  echo 0 > /logs/verifier/reward.txt
-fi
-"""
+UV_TEST_SH = content("uv_test_sh.sh")
 
 PIP_NOISE = ""  # pip runs with -q and --root-user-action=ignore
 
@@ -931,20 +903,7 @@ def build_log(spec: Spec, rng: Rng) -> StreamLog:
 # Shared snippets
 # --------------------------------------------------------------------------------------
 
-PIP_BLOCKED = """error: externally-managed-environment
-
-\u00d7 This environment is externally managed
-\u2570\u2500> To install Python packages system-wide, try apt install
-    python3-xyz, where xyz is the package you are trying to
-    install.
-    
-    If you wish to install a non-Debian-packaged Python package,
-    create a virtual environment using python3 -m venv path/to/venv.
-    Then use path/to/venv/bin/python and path/to/venv/bin/pip. Make
-    sure you have python3-full installed.
-
-note: If you believe this is a mistake, please contact your Python installation or OS distribution provider. You can override this, at the risk of breaking your Python installation or OS, by passing --break-system-packages.
-hint: See PEP 668 for the detailed specification."""
+PIP_BLOCKED = content("pip_blocked.txt")
 
 
 def toml(author, email, difficulty, category, tags, verifier=600.0, agent=900.0, cpus=1, memory=2048,
@@ -983,209 +942,13 @@ def isclose_e(msg: str, got, exp, tol: str) -> list[str]:
 # Task 1: sales-csv-summary (data analysis on a CSV)
 # ======================================================================================
 
-SALES_TESTS = '''"""Verifier for sales-csv-summary: the JSON summary and the per-region breakdown."""
+SALES_TESTS = content("sales_tests.py")
 
-import csv
-import json
-import math
-from collections import defaultdict
-from pathlib import Path
+SALES_SKILL = content("sales_skill.md")
 
-import pytest
+SALES_SCRIPT = content("sales_script.py")
 
-INPUT_CSV = "/root/data/orders.csv"
-SUMMARY_JSON = "/root/output/sales_summary.json"
-REGION_CSV = "/root/output/region_revenue.csv"
-EXPECTED_KEYS = {"total_revenue", "order_count", "top_region", "revenue_by_month"}
-MONTHS = ["2024-07", "2024-08", "2024-09"]
-TOL = 0.01
-
-
-def _reference():
-    """Recompute the expected figures from the raw orders (completed orders only)."""
-    by_month = defaultdict(float)
-    by_region = defaultdict(float)
-    orders = defaultdict(int)
-    with open(INPUT_CSV, newline="", encoding="utf-8") as f:
-        for row in csv.DictReader(f):
-            if row["status"].strip() != "completed":
-                continue
-            revenue = int(row["quantity"]) * float(row["unit_price"])
-            by_month[row["order_date"][:7]] += revenue
-            by_region[row["region"]] += revenue
-            orders[row["region"]] += 1
-    return {
-        "total_revenue": round(sum(by_month.values()), 2),
-        "order_count": sum(orders.values()),
-        "top_region": max(by_region, key=by_region.get),
-        "revenue_by_month": {m: round(v, 2) for m, v in by_month.items()},
-        "by_region": {r: round(v, 2) for r, v in by_region.items()},
-        "orders": dict(orders),
-    }
-
-
-def test_summary_exists():
-    assert Path(SUMMARY_JSON).exists(), f"{SUMMARY_JSON} was not created"
-
-
-def test_summary_keys():
-    with open(SUMMARY_JSON, encoding="utf-8") as f:
-        summary = json.load(f)
-    assert set(summary) == EXPECTED_KEYS, f"unexpected keys: {sorted(summary)}"
-
-
-class TestSummaryValues:
-    def test_total_revenue(self):
-        with open(SUMMARY_JSON, encoding="utf-8") as f:
-            summary = json.load(f)
-        expected = _reference()["total_revenue"]
-        assert math.isclose(summary["total_revenue"], expected, abs_tol=TOL), f"total_revenue: expected {expected:.2f}, got {summary['total_revenue']}"
-
-    def test_order_count(self):
-        with open(SUMMARY_JSON, encoding="utf-8") as f:
-            summary = json.load(f)
-        expected = _reference()["order_count"]
-        assert summary["order_count"] == expected
-
-    def test_top_region(self):
-        with open(SUMMARY_JSON, encoding="utf-8") as f:
-            summary = json.load(f)
-        expected = _reference()["top_region"]
-        assert summary["top_region"] == expected
-
-
-@pytest.mark.parametrize("month", MONTHS)
-def test_revenue_by_month(month):
-    with open(SUMMARY_JSON, encoding="utf-8") as f:
-        summary = json.load(f)
-    expected = _reference()["revenue_by_month"][month]
-    assert month in summary["revenue_by_month"], f"missing month {month}"
-    assert math.isclose(summary["revenue_by_month"][month], expected, abs_tol=TOL), f"{month}: expected {expected:.2f}, got {summary['revenue_by_month'][month]}"
-
-
-class TestRegionBreakdown:
-    def test_header(self):
-        with open(REGION_CSV, newline="", encoding="utf-8") as f:
-            header = next(csv.reader(f))
-        assert header == ["region", "revenue", "orders"]
-
-    def test_sorted_by_revenue_descending(self):
-        with open(REGION_CSV, newline="", encoding="utf-8") as f:
-            rows = list(csv.DictReader(f))
-        revenues = [float(r["revenue"]) for r in rows]
-        assert revenues == sorted(revenues, reverse=True), "region_revenue.csv must be sorted by revenue, descending"
-'''
-
-SALES_SKILL = """---
-name: csv-analytics
-description: "Aggregate tabular CSV data with the Python standard library: filtering rows by a status column, grouping by period or category, rounding money, and writing JSON/CSV reports. Use when a task asks for totals, breakdowns or rankings computed from a CSV file."
----
-
-# CSV Analytics
-
-Small, dependency-free recipes for turning a CSV export into summary numbers.
-Prefer the standard library (`csv`, `json`, `collections`): containers often lack pandas.
-
-## Workflow
-
-1. Inspect the header and a few rows first (`head -5 file.csv`), then count the distinct
-   values of any categorical column you need to filter on (`cut -d, -fN file.csv | sort | uniq -c`).
-2. Read with `csv.DictReader` so columns are addressed by name, never by position.
-3. Convert numbers explicitly (`int(...)`, `float(...)`); CSV values are always strings.
-4. Filter **before** aggregating. Cancelled/refunded/void rows usually must not count.
-5. Aggregate with `collections.defaultdict(float)`; keep full precision while summing and
-   round only when writing the report (`round(x, 2)`).
-
-## Grouping by month
-
-ISO dates (`YYYY-MM-DD`) can be bucketed by slicing: `row["date"][:7]` gives `YYYY-MM`.
-Sort month keys as strings; ISO order is chronological order.
-
-## Writing reports
-
-```python
-import csv, json, os
-os.makedirs(out_dir, exist_ok=True)
-with open(f"{out_dir}/summary.json", "w") as f:
-    json.dump(summary, f, indent=2)
-with open(f"{out_dir}/breakdown.csv", "w", newline="") as f:
-    w = csv.writer(f)
-    w.writerow(["key", "value"])
-    for key, value in sorted(totals.items(), key=lambda kv: kv[1], reverse=True):
-        w.writerow([key, f"{value:.2f}"])
-```
-
-"""
-
-SALES_SCRIPT = '''import csv
-import json
-import os
-from collections import defaultdict
-
-INPUT = "/root/data/orders.csv"
-OUT_DIR = "/root/output"
-
-by_month = defaultdict(float)
-by_region = defaultdict(float)
-region_orders = defaultdict(int)
-count = 0
-
-with open(INPUT, newline="") as f:
-    for row in csv.DictReader(f):
-        if row["status"] != "completed":
-            continue
-        revenue = int(row["quantity"]) * float(row["unit_price"])
-        by_month[row["order_date"][:7]] += revenue
-        by_region[row["region"]] += revenue
-        region_orders[row["region"]] += 1
-        count += 1
-
-summary = {
-    "total_revenue": round(sum(by_month.values()), 2),
-    "order_count": count,
-    "top_region": max(by_region, key=by_region.get),
-    "revenue_by_month": {m: round(v, 2) for m, v in sorted(by_month.items())},
-}
-
-os.makedirs(OUT_DIR, exist_ok=True)
-with open(f"{OUT_DIR}/sales_summary.json", "w") as f:
-    json.dump(summary, f, indent=2)
-
-with open(f"{OUT_DIR}/region_revenue.csv", "w", newline="") as f:
-    writer = csv.writer(f)
-    writer.writerow(["region", "revenue", "orders"])
-    for region, revenue in sorted(by_region.items(), key=lambda kv: kv[1], reverse=True):
-        writer.writerow([region, f"{revenue:.2f}", region_orders[region]])
-
-print(f"{count} completed orders, total_revenue={summary['total_revenue']}, top_region={summary['top_region']}")
-print(f"regions written: {len(by_region)}")
-'''
-
-SALES_PANDAS = '''import json
-import os
-
-import pandas as pd
-
-df = pd.read_csv("/root/data/orders.csv", parse_dates=["order_date"])
-df = df[df["status"] == "completed"]
-df["revenue"] = df["quantity"] * df["unit_price"]
-
-by_month = df.groupby(df["order_date"].dt.strftime("%Y-%m"))["revenue"].sum().round(2)
-by_region = df.groupby("region")["revenue"].agg(["sum", "count"]).sort_values("sum", ascending=False)
-
-summary = {
-    "total_revenue": round(float(df["revenue"].sum()), 2),
-    "order_count": int(len(df)),
-    "top_region": by_region.index[0],
-    "revenue_by_month": {k: float(v) for k, v in by_month.items()},
-}
-
-os.makedirs("/root/output", exist_ok=True)
-with open("/root/output/sales_summary.json", "w") as f:
-    json.dump(summary, f, indent=2)
-by_region.rename(columns={"sum": "revenue", "count": "orders"}).to_csv("/root/output/region_revenue.csv")
-print(summary)
-'''
+SALES_PANDAS = content("sales_pandas.py")
 
 
 def _sales_compute(rows, completed_only=True):
@@ -1252,19 +1015,7 @@ def task_sales() -> Task:
     good_csv = _region_csv(g_reg, g_ord)
     good_show = good_csv.replace("\r\n", "\n")
 
-    instruction = """Our sales team exported last quarter's orders to `/root/data/orders.csv` (columns `order_id`, `order_date`, `region`, `product`, `quantity`, `unit_price`, `status`). Finance needs a quarterly summary of the completed orders.
-
-You need to:
-1. Keep only the orders whose `status` is `completed`; rows marked `cancelled` or `refunded` must be excluded from every figure.
-2. Compute the revenue of each order as `quantity * unit_price`.
-3. Save the summary to `/root/output/sales_summary.json` with exactly the keys `total_revenue`, `order_count`, `top_region` and `revenue_by_month`.
-4. `revenue_by_month` must map each month in `YYYY-MM` form (for example `2024-07`) to that month's completed revenue.
-5. `top_region` is the region with the highest completed revenue.
-6. Round every monetary value to 2 decimal places.
-7. Write a per-region breakdown to `/root/output/region_revenue.csv` with the header `region,revenue,orders`, sorted by `revenue` in descending order.
-
-Monetary values are accepted if they are within 0.01 of the reference values.
-"""
+    instruction = content("sales_instruction.md")
     needs_s = [(SUM, "with open(SUMMARY_JSON", None, None)]
     needs_r = [(REG, "with open(REGION_CSV", None, None)]
     months = sorted(good["revenue_by_month"])
@@ -1416,159 +1167,11 @@ with open(f"{OUT_DIR}/region_revenue.csv", "w", newline="") as f:
 # Task 2: nginx-error-triage (log parsing)
 # ======================================================================================
 
-NGINX_TESTS = '''"""Verifier for nginx-error-triage: error_report.json and suspicious_ips.txt."""
+NGINX_TESTS = content("nginx_tests.py")
 
-import json
+NGINX_SKILL = content("nginx_skill.md")
 
-import pytest
-
-REPORT_JSON = "/root/output/error_report.json"
-SUSPICIOUS_TXT = "/root/output/suspicious_ips.txt"
-EXPECTED_KEYS = {"total_requests", "malformed_lines", "status_counts", "error_rate", "top_error_paths"}
-
-EXPECTED_TOTAL = @TOTAL@
-EXPECTED_MALFORMED = @MALFORMED@
-EXPECTED_STATUS_COUNTS = @STATUS@
-EXPECTED_ERROR_RATE = @RATE@
-EXPECTED_TOP_ERROR_PATHS = @TOP@
-EXPECTED_SUSPICIOUS = @SUSP@
-
-
-def test_report_keys():
-    with open(REPORT_JSON, encoding="utf-8") as f:
-        report = json.load(f)
-    missing = EXPECTED_KEYS - set(report)
-    assert not missing, f"missing keys: {sorted(missing)}"
-
-
-class TestCounts:
-    def test_total_requests(self):
-        with open(REPORT_JSON, encoding="utf-8") as f:
-            report = json.load(f)
-        assert report["total_requests"] == EXPECTED_TOTAL
-
-    def test_malformed_lines(self):
-        with open(REPORT_JSON, encoding="utf-8") as f:
-            report = json.load(f)
-        assert report["malformed_lines"] == EXPECTED_MALFORMED
-
-    def test_status_counts(self):
-        with open(REPORT_JSON, encoding="utf-8") as f:
-            report = json.load(f)
-        counts = {str(k): int(v) for k, v in report["status_counts"].items()}
-        assert counts == EXPECTED_STATUS_COUNTS
-
-    def test_error_rate(self):
-        with open(REPORT_JSON, encoding="utf-8") as f:
-            report = json.load(f)
-        assert 0.0 <= report["error_rate"] <= 1.0, "error_rate must be a fraction, not a percentage"
-        assert abs(report["error_rate"] - EXPECTED_ERROR_RATE) <= 0.0005
-
-
-@pytest.mark.parametrize("rank", [0, 1, 2])
-def test_top_error_paths(rank):
-    with open(REPORT_JSON, encoding="utf-8") as f:
-        report = json.load(f)
-    paths = report["top_error_paths"]
-    assert len(paths) == 3, f"expected 3 paths, got {len(paths)}"
-    assert paths[rank] == EXPECTED_TOP_ERROR_PATHS[rank]
-
-
-class TestSuspiciousIps:
-    def test_expected_ips(self):
-        with open(SUSPICIOUS_TXT, encoding="utf-8") as f:
-            ips = [line.strip() for line in f if line.strip()]
-        assert ips == EXPECTED_SUSPICIOUS, "IPs with more than 10 responses of status 401/403"
-'''
-
-NGINX_SKILL = """---
-name: log-forensics
-description: "Parse web server access logs (nginx/Apache combined format) robustly: regexes that tolerate odd lines, counting malformed entries, status-code statistics, per-path and per-client aggregation. Use for incident triage, error-rate and abuse reports from access logs."
----
-
-# Log Forensics for Access Logs
-
-## Combined log format
-
-```
-$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent"
-```
-
-A strict, anchored regex is safer than `split()`: request strings and user agents contain spaces.
-
-```python
-import re
-LINE_RE = re.compile(
-    r'^(?P<ip>\\S+) \\S+ \\S+ \\[(?P<ts>[^\\]]+)\\] "(?P<method>[A-Z]+) (?P<path>\\S+) HTTP/[\\d.]+" '
-    r'(?P<status>\\d{3}) (?P<size>\\d+|-) "[^"]*" "[^"]*"$'
-)
-```
-
-- Always check `if m is None` and count the line as malformed; rotated or truncated logs
-  often contain partial lines or stray error-log entries.
-- Open logs with `errors="replace"` so a stray byte does not abort the run.
-
-## Aggregation tips
-
-- Use `collections.Counter`; `most_common(n)` gives a ranking (ties keep first-seen order).
-- Normalise paths before counting: `path.split("?", 1)[0]` removes the query string.
-- "Server errors" are 5xx (`status >= 500`); 4xx are client errors. Keep them apart unless
-  the task says otherwise.
-- Rates are fractions unless a percentage is requested explicitly.
-
-"""
-
-NGINX_SCRIPT = '''import json
-import os
-import re
-from collections import Counter
-
-LOG = "/root/logs/access.log"
-OUT_DIR = "/root/output"
-LINE_RE = re.compile(
-    r'^(?P<ip>\\S+) \\S+ \\S+ \\[(?P<ts>[^\\]]+)\\] "(?P<method>[A-Z]+) (?P<path>\\S+) HTTP/[\\d.]+" '
-    r'(?P<status>\\d{3}) (?P<size>\\d+|-) "[^"]*" "[^"]*"$'
-)
-
-total = 0
-malformed = 0
-status_counts = Counter()
-error_paths = Counter()
-denied = Counter()
-
-with open(LOG, encoding="utf-8", errors="replace") as f:
-    for line in f:
-        m = LINE_RE.match(line.rstrip("\\n"))
-        if not m:
-            malformed += 1
-            continue
-        total += 1
-        status = int(m["status"])
-        status_counts[str(status)] += 1
-        if status >= 500:
-            error_paths[m["path"].split("?", 1)[0]] += 1
-        if status in (401, 403):
-            denied[m["ip"]] += 1
-
-report = {
-    "total_requests": total,
-    "malformed_lines": malformed,
-    "status_counts": dict(sorted(status_counts.items())),
-    "error_rate": round(sum(error_paths.values()) / total, 4),
-    "top_error_paths": [p for p, _ in error_paths.most_common(3)],
-}
-
-os.makedirs(OUT_DIR, exist_ok=True)
-with open(f"{OUT_DIR}/error_report.json", "w") as f:
-    json.dump(report, f, indent=2)
-
-suspicious = sorted(ip for ip, n in denied.items() if n > 10)
-with open(f"{OUT_DIR}/suspicious_ips.txt", "w") as f:
-    f.write("\\n".join(suspicious) + "\\n")
-
-print(f"parsed {total} requests ({malformed} malformed), error_rate={report['error_rate']}")
-print("suspicious:", suspicious)
-'''
+NGINX_SCRIPT = content("nginx_script.py")
 
 
 def _nginx_events():
@@ -1652,18 +1255,7 @@ def task_nginx() -> Task:
     tests = tests.replace("EXPECTED_STATUS_COUNTS = " + repr(good["status_counts"]),
                           "EXPECTED_STATUS_COUNTS = " + json.dumps(good["status_counts"]))
     REP, SUS = "/root/output/error_report.json", "/root/output/suspicious_ips.txt"
-    instruction = """The web team attached one day of nginx access logs from `web-03` at `/root/logs/access.log` (combined log format). Summarise the errors so that on-call can triage them.
-
-You need to:
-1. Parse every line of `/root/logs/access.log`; lines that do not match the combined log format must be skipped and counted as `malformed_lines`.
-2. Write `/root/output/error_report.json` with the keys `total_requests`, `malformed_lines`, `status_counts`, `error_rate` and `top_error_paths`.
-3. `total_requests` counts the well-formed lines only, and `status_counts` maps each HTTP status code as a string (such as `"404"`) to its number of requests.
-4. `error_rate` is the share of requests with a status of 500 or above, as a fraction between 0 and 1 rounded to 4 decimal places.
-5. `top_error_paths` lists the 3 request paths with the most 5xx responses, most frequent first, with query strings removed (so `/api/orders?page=2` counts as `/api/orders`).
-6. Write every client IP that received more than 10 responses with status `401` or `403` to `/root/output/suspicious_ips.txt`, one IP per line, sorted ascending.
-
-`error_rate` is accepted within 0.0005 of the reference value; all counts must match exactly.
-"""
+    instruction = content("nginx_instruction.md")
     needs = [(REP, "with open(REPORT_JSON", None, None)]
     needs_s = [(SUS, "with open(SUSPICIOUS_TXT", None, None)]
     cases = [
@@ -1769,11 +1361,7 @@ with open(f"{OUT_DIR}/suspicious_ips.txt", "w") as f:
                text="A few lines don't match the combined format; they need to be counted as malformed."),
         ],
     }
-    notes = ("Ops notes for the access-log export (web-03)\n"
-             "- Logs come from the nginx front proxy, one day (2024-11-12, UTC).\n"
-             "- Load balancer health checks hit /health every few seconds; they are normal traffic.\n"
-             "- A few lines were corrupted during log rotation; skip them rather than guessing.\n"
-             "- Security wants the clients that keep getting 401/403 on /api/login and /admin/export.")
+    notes = content("nginx_notes.txt")
     fields9 = {}
     for ln in lines:
         f = ln.split()
@@ -1813,153 +1401,11 @@ with open(f"{OUT_DIR}/suspicious_ips.txt", "w") as f:
 # Task 3: beam-deflection-units (unit conversion / scientific computation)
 # ======================================================================================
 
-BEAM_TESTS = '''"""Verifier for beam-deflection-units: midspan deflection and moment of simply supported beams."""
+BEAM_TESTS = content("beam_tests.py")
 
-import csv
-import json
-import math
+BEAM_SKILL = content("beam_skill.md")
 
-import pytest
-
-RESULTS_JSON = "/root/output/beam_results.json"
-RESULTS_CSV = "/root/output/beam_results.csv"
-CSV_HEADER = ["beam_id", "max_deflection_mm", "max_moment_kNm", "passes_limit"]
-REL_TOL = 0.005
-
-# Reference values computed in SI units: delta = P * L**3 / (48 * E * I), M = P * L / 4, limit L / 360
-EXPECTED = @EXPECTED@
-
-
-def test_beam_order():
-    with open(RESULTS_JSON, encoding="utf-8") as f:
-        ids = [row["beam_id"] for row in json.load(f)]
-    assert ids == list(EXPECTED), "beams must keep the input order"
-
-
-@pytest.mark.parametrize("beam_id", list(EXPECTED))
-def test_deflection(beam_id):
-    with open(RESULTS_JSON, encoding="utf-8") as f:
-        got = {r["beam_id"]: r for r in json.load(f)}[beam_id]["max_deflection_mm"]
-    expected = EXPECTED[beam_id]["max_deflection_mm"]
-    assert math.isclose(got, expected, rel_tol=REL_TOL), f"{beam_id}: deflection {got} mm, expected {expected} mm"
-
-
-class TestLimitAndCsv:
-    def test_moments(self):
-        with open(RESULTS_JSON, encoding="utf-8") as f:
-            results = {r["beam_id"]: r for r in json.load(f)}
-        for beam_id, expected in EXPECTED.items():
-            got = results[beam_id]["max_moment_kNm"]
-            assert math.isclose(got, expected["max_moment_kNm"], rel_tol=REL_TOL), f"{beam_id}: moment {got} kN*m"
-
-    def test_passes_limit_flags(self):
-        with open(RESULTS_JSON, encoding="utf-8") as f:
-            got = {r["beam_id"]: r["passes_limit"] for r in json.load(f)}
-        expected = {k: v["passes_limit"] for k, v in EXPECTED.items()}
-        assert got == expected, "passes_limit must be true iff the deflection is at most L / 360"
-
-    def test_csv_header(self):
-        with open(RESULTS_CSV, newline="", encoding="utf-8") as f:
-            header = next(csv.reader(f))
-        assert header == CSV_HEADER
-
-    def test_csv_matches_json(self):
-        with open(RESULTS_CSV, newline="", encoding="utf-8") as f:
-            rows = list(csv.DictReader(f))
-        with open(RESULTS_JSON, encoding="utf-8") as f:
-            by_id = {r["beam_id"]: r for r in json.load(f)}
-        assert [r["beam_id"] for r in rows] == list(by_id)
-        for r in rows:
-            assert math.isclose(float(r["max_deflection_mm"]), by_id[r["beam_id"]]["max_deflection_mm"], rel_tol=1e-6)
-'''
-
-BEAM_SKILL = """---
-name: engineering-units
-description: "Convert mixed imperial/SI engineering quantities (length, force, modulus, second moment of area) to consistent SI before applying structural formulas. Use for beam deflection, stress and moment checks where inputs come in ft, in, lbf, kip, psi, ksi, cm^4, in^4."
----
-
-# Engineering Units
-
-Mixing unit systems is the most common source of wrong structural results. Convert every
-input to base SI **first** (m, N, Pa, m^4), compute, then convert the outputs to the
-reporting units the task asks for.
-
-## Conversion factors (exact or to 12 significant digits)
-
-| quantity | unit | to SI |
-|---|---|---|
-| length | ft | 0.3048 m |
-| length | in | 0.0254 m |
-| length | mm | 0.001 m |
-| force | lbf | 4.4482216152605 N |
-| force | kip | 4448.2216152605 N |
-| force | kN | 1000 N |
-| modulus | psi | 6894.757293168 Pa |
-| modulus | ksi | 6894757.293168 Pa |
-| modulus | GPa | 1e9 Pa |
-| inertia | in^4 | 0.0254**4 = 4.162314256e-7 m^4 |
-| inertia | cm^4 | 1e-8 m^4 |
-| inertia | mm^4 | 1e-12 m^4 |
-
-Note the powers: a second moment of area scales with length**4, so cm^4 -> m^4 is 1e-8,
-not 1e-2.
-
-## Pattern
-
-```python
-FACTORS = {"ft": 0.3048, "in": 0.0254, "kip": 4448.2216152605, "ksi": 6894757.293168}
-def si(q, table):
-    return q["value"] * table[q["unit"]]
-```
-
-Keep the tables per quantity (length, force, modulus, inertia) so that a unit string such
-as `in` vs `in^4` cannot be looked up in the wrong table.
-
-"""
-
-BEAM_SCRIPT = '''import csv
-import json
-import os
-
-LENGTH = {"m": 1.0, "mm": 1e-3, "ft": 0.3048, "in": 0.0254}
-FORCE = {"N": 1.0, "kN": 1e3, "lbf": 4.4482216152605, "kip": 4448.2216152605}
-MODULUS = {"Pa": 1.0, "MPa": 1e6, "GPa": 1e9, "psi": 6894.757293168, "ksi": 6894757.293168}
-INERTIA = {"m^4": 1.0, "cm^4": 1e-8, "mm^4": 1e-12, "in^4": 0.0254 ** 4}
-
-
-def si(q, table):
-    return q["value"] * table[q["unit"]]
-
-
-with open("/root/input/beams.json") as f:
-    beams = json.load(f)
-
-results = []
-for b in beams:
-    L = si(b["length"], LENGTH)
-    P = si(b["load"], FORCE)
-    E = si(b["E"], MODULUS)
-    I = si(b["I"], INERTIA)
-    delta = P * L**3 / (48 * E * I)
-    moment = P * L / 4
-    results.append({
-        "beam_id": b["beam_id"],
-        "max_deflection_mm": round(delta * 1000, 3),
-        "max_moment_kNm": round(moment / 1000, 3),
-        "passes_limit": delta <= L / 360,
-    })
-
-os.makedirs("/root/output", exist_ok=True)
-with open("/root/output/beam_results.json", "w") as f:
-    json.dump(results, f, indent=2)
-
-with open("/root/output/beam_results.csv", "w", newline="") as f:
-    writer = csv.DictWriter(f, fieldnames=["beam_id", "max_deflection_mm", "max_moment_kNm", "passes_limit"])
-    writer.writeheader()
-    writer.writerows(results)
-
-print("checked", ", ".join(f"{r['beam_id']}={r['max_deflection_mm']}mm" for r in results))
-'''
+BEAM_SCRIPT = content("beam_script.py")
 
 BEAMS = [
     {"beam_id": "B-101", "length": {"value": 14, "unit": "ft"},
@@ -2010,18 +1456,7 @@ def task_beam() -> Task:
         f'{r["max_moment_kNm"]}, "passes_limit": {r["passes_limit"]}}},\n' for r in good) + "}"
     tests = BEAM_TESTS.replace("@EXPECTED@", expected_src)
     RJ, RC = "/root/output/beam_results.json", "/root/output/beam_results.csv"
-    instruction = """A structural intern collected four simply supported beams in `/root/input/beams.json`, but the entries mix imperial and SI units. Check each beam under a single point load at midspan.
-
-You need to:
-1. Convert every quantity to SI before computing: lengths to metres, loads to newtons, `E` to pascals and `I` to m^4 (each entry gives its `unit` next to the `value`).
-2. Compute the midspan deflection with `delta = P * L**3 / (48 * E * I)` and report it in millimetres as `max_deflection_mm`.
-3. Compute the maximum bending moment `M = P * L / 4` and report it in kilonewton-metres as `max_moment_kNm`.
-4. Set `passes_limit` to `true` when the deflection is at most `L / 360`, otherwise `false`.
-5. Save the results to `/root/output/beam_results.json` as a list with one object per beam, keeping the `beam_id` values and the input order.
-6. Also write `/root/output/beam_results.csv` with the header `beam_id,max_deflection_mm,max_moment_kNm,passes_limit` and one row per beam.
-
-Numeric values are accepted within a 0.5% relative tolerance.
-"""
+    instruction = content("beam_instruction.md")
     ids = [b["beam_id"] for b in BEAMS]
     needs = [(RJ, "with open(RESULTS_JSON", None, None)]
     cases = [
@@ -2151,161 +1586,11 @@ def _inventory_yaml() -> str:
 
 INVENTORY_YAML = _inventory_yaml()
 
-INVENTORY_TESTS = '''"""Verifier for inventory-yaml-to-csv: flat CSV export and summary JSON."""
+INVENTORY_TESTS = content("inventory_tests.py")
 
-import csv
-import json
-import math
+INVENTORY_SKILL = content("inventory_skill.md")
 
-import pytest
-
-CSV_PATH = "/root/output/inventory.csv"
-SUMMARY_PATH = "/root/output/inventory_summary.json"
-HEADER = ["sku", "name", "warehouse", "quantity", "unit_price", "total_value"]
-WAREHOUSES = {"WH-NORTH", "WH-SOUTH", "WH-EAST"}
-EXPECTED_ROWS = @ROWS@
-EXPECTED_GRAND_TOTAL = @TOTAL@
-EXPECTED_ITEMS = @ITEMS@
-
-
-def test_csv_header():
-    with open(CSV_PATH, newline="", encoding="utf-8") as f:
-        header = next(csv.reader(f))
-    assert header == HEADER
-
-
-def test_no_bom():
-    with open(CSV_PATH, "rb") as f:
-        head = f.read(3)
-    assert head != b"\\xef\\xbb\\xbf", "inventory.csv must be UTF-8 without a BOM"
-
-
-class TestRows:
-    def test_row_count(self):
-        with open(CSV_PATH, newline="", encoding="utf-8") as f:
-            rows = list(csv.DictReader(f))
-        assert len(rows) == EXPECTED_ROWS
-
-    def test_sorted_by_sku(self):
-        with open(CSV_PATH, newline="", encoding="utf-8") as f:
-            skus = [r["sku"] for r in csv.DictReader(f)]
-        assert skus == sorted(skus)
-
-    def test_warehouse_codes(self):
-        with open(CSV_PATH, newline="", encoding="utf-8") as f:
-            codes = {r["warehouse"] for r in csv.DictReader(f)}
-        assert codes == WAREHOUSES
-
-
-@pytest.mark.parametrize("sku", sorted(EXPECTED_ITEMS))
-def test_item_values(sku):
-    with open(CSV_PATH, newline="", encoding="utf-8") as f:
-        row = next((r for r in csv.DictReader(f) if r["sku"] == sku), None)
-    assert row is not None, f"{sku} missing from the CSV"
-    expected = EXPECTED_ITEMS[sku]
-    assert row["name"] == expected["name"]
-    assert row["warehouse"] == expected["warehouse"]
-    assert row["quantity"] == expected["quantity"], f"{sku}: quantity {row['quantity']!r}, expected {expected['quantity']!r}"
-    assert math.isclose(float(row["unit_price"]), float(expected["unit_price"]), abs_tol=0.01), f"{sku}: unit_price {row['unit_price']}"
-    assert math.isclose(float(row["total_value"]), float(expected["total_value"]), abs_tol=0.01), f"{sku}: total_value {row['total_value']}"
-
-
-class TestSummary:
-    def test_summary_values(self):
-        with open(SUMMARY_PATH, encoding="utf-8") as f:
-            summary = json.load(f)
-        assert summary["item_count"] == EXPECTED_ROWS
-        assert summary["warehouse_count"] == len(WAREHOUSES)
-        assert math.isclose(summary["grand_total"], EXPECTED_GRAND_TOTAL, abs_tol=0.01), f"grand_total {summary['grand_total']}"
-'''
-
-INVENTORY_SKILL = """---
-name: data-format-conversion
-description: "Convert between structured data formats (YAML, JSON, CSV, TOML) with the Python standard library plus PyYAML: flattening nested records, normalising currency strings and missing fields, CSV quoting and encodings. Use when a task asks to export nested data to a flat table or vice versa."
----
-
-# Data Format Conversion
-
-## Loading
-
-- YAML: `yaml.safe_load(f)` (never `yaml.load` without a Loader). Quoted scalars stay strings,
-  unquoted numbers become int/float, missing keys are simply absent: use `.get(key)`.
-- JSON: `json.load(f)`; TOML (3.11+): `tomllib.load(f)` in binary mode.
-
-## Flattening nested records
-
-Carry parent fields down explicitly:
-
-```python
-rows = []
-for parent in data["groups"]:
-    for child in parent["items"]:
-        rows.append({"group": parent["code"], **child})
-```
-
-## Normalising values
-
-- Currency strings such as `"$1,249.50"`: remove the symbol **and** the thousands separator
-  before `float()`: `float(s.replace("$", "").replace(",", ""))`. Splitting on the comma
-  silently truncates the value.
-- Missing numeric fields: decide on a default (usually 0) and write it explicitly; an empty
-  CSV cell is not the same as `0` for most importers.
-- Format money with `f"{x:.2f}"` at write time, keep floats while computing.
-
-## Writing CSV
-
-- Always use `csv.writer`/`csv.DictWriter`: fields containing commas or quotes are quoted for you.
-- `open(path, "w", newline="", encoding="utf-8")`. Use `utf-8-sig` only if a BOM is explicitly
-  requested (Excel); most importers reject it.
-- Sort rows before writing if an order is required.
-
-"""
-
-INVENTORY_SCRIPT = '''import csv
-import json
-import os
-
-import yaml
-
-with open("/root/data/inventory.yaml", encoding="utf-8") as f:
-    data = yaml.safe_load(f)
-
-
-def parse_price(text):
-    return round(float(str(text).replace("$", "").replace(",", "")), 2)
-
-
-rows = []
-for wh in data["warehouses"]:
-    for item in wh["items"]:
-        qty = int(item.get("quantity") or 0)
-        price = parse_price(item["unit_price"])
-        rows.append({
-            "sku": item["sku"],
-            "name": item["name"],
-            "warehouse": wh["code"],
-            "quantity": qty,
-            "unit_price": f"{price:.2f}",
-            "total_value": f"{qty * price:.2f}",
-        })
-rows.sort(key=lambda r: r["sku"])
-
-os.makedirs("/root/output", exist_ok=True)
-with open("/root/output/inventory.csv", "w", newline="", encoding="utf-8") as f:
-    writer = csv.DictWriter(f, fieldnames=["sku", "name", "warehouse", "quantity", "unit_price", "total_value"])
-    writer.writeheader()
-    writer.writerows(rows)
-
-summary = {
-    "item_count": len(rows),
-    "warehouse_count": len(data["warehouses"]),
-    "grand_total": round(sum(float(r["total_value"]) for r in rows), 2),
-}
-with open("/root/output/inventory_summary.json", "w") as f:
-    json.dump(summary, f, indent=2)
-
-print(f"wrote {len(rows)} rows")
-'''
+INVENTORY_SCRIPT = content("inventory_script.py")
 
 
 def _inventory_items():
@@ -2362,18 +1647,7 @@ def task_inventory() -> Task:
     tests = (INVENTORY_TESTS.replace("@ROWS@", str(len(good))).replace("@TOTAL@", repr(gs["grand_total"]))
              .replace("@ITEMS@", items_src))
     CSV_, SUMJ = "/root/output/inventory.csv", "/root/output/inventory_summary.json"
-    instruction = """Procurement keeps the stock list as nested YAML in `/root/data/inventory.yaml` (a list of `warehouses`, each with its own `items`). Convert it to a flat CSV for the ERP import.
-
-You need to:
-1. Write `/root/output/inventory.csv` with exactly the header `sku,name,warehouse,quantity,unit_price,total_value` and one row per item.
-2. Fill the `warehouse` column with the `code` of the warehouse the item belongs to (for example `WH-NORTH`).
-3. Parse `unit_price` strings such as `"$1,249.50"` into plain numbers with 2 decimals, and write a missing `quantity` as `0`.
-4. Compute `total_value` as `quantity * unit_price`, rounded to 2 decimals.
-5. Sort the rows by `sku` in ascending order and encode the file as UTF-8 without a BOM.
-6. Write `/root/output/inventory_summary.json` with the keys `item_count`, `warehouse_count` and `grand_total` (the sum of all `total_value` entries).
-
-Numeric values are accepted within 0.01 of the reference.
-"""
+    instruction = content("inventory_instruction.md")
     rows_needs = [(CSV_, "with open(CSV_PATH", None, None)]
     cases = [
         Case(None, "test_csv_header", needs=[(CSV_, "with open(CSV_PATH", None, None)]),
@@ -2498,173 +1772,13 @@ with open("/root/output/inventory_summary.json", "w") as f:
 # Task 5: release-notes-from-commits (text processing)
 # ======================================================================================
 
-COMMITS = """feat: add CSV export to the reports page (#412)
-fix: handle an empty cart during checkout (#415)
-docs: document the retry settings for webhooks (#416)
-chore: bump eslint to 9.2 (#417)
-feat: support pagination cursors in the orders API (#418)
-fix: keep the session alive after a password change (#420)
-ci: cache pip downloads in the test workflow (#421)
-fix: handle an empty cart during checkout (#415)
-feat: show stock levels on product cards (#423)
-docs: fix typos in the deployment guide (#424)
-chore: remove the unused legacy banner component (#425)
-Merge branch 'release/2.4' into main
-fix: round tax amounts to cents before summing (#427)
-feat: allow customers to save multiple addresses (#428)
-ci: run the e2e suite nightly (#429)
-fix: prevent double submission of the payment form (#431)
-docs: add an upgrade note for the 2.4 config keys (#432)
-feat: support pagination cursors in the orders API (#418)
-chore: update the copyright year (#433)
-fix: correct the timezone of exported invoices (#434)
-feat: add dark mode to the admin dashboard (#436)
-"""
+COMMITS = content("commits.txt")
 
-RELEASE_TESTS = '''"""Verifier for release-notes-from-commits: RELEASE_NOTES.md and release_stats.json."""
+RELEASE_TESTS = content("release_tests.py")
 
-import json
-import re
+RELEASE_SKILL = content("release_skill.md")
 
-import pytest
-
-NOTES = "/root/output/RELEASE_NOTES.md"
-STATS = "/root/output/release_stats.json"
-SECTIONS = [("## Features", "feat"), ("## Bug Fixes", "fix"), ("## Documentation", "docs")]
-EXPECTED_BULLETS = @BULLETS@
-EXPECTED_STATS = @STATS@
-
-
-def _section(lines, title):
-    out = []
-    for line in lines[lines.index(title) + 1:]:
-        if line.startswith("## "):
-            break
-        if line.startswith("- "):
-            out.append(line[2:])
-    return out
-
-
-def _bullets(lines):
-    return [line[2:] for line in lines if line.startswith("- ")]
-
-
-def test_title_line():
-    with open(NOTES, encoding="utf-8") as f:
-        lines = [line.rstrip() for line in f]
-    assert lines[0] == "# Release 2.4.0"
-
-
-def test_section_order():
-    with open(NOTES, encoding="utf-8") as f:
-        lines = [line.rstrip() for line in f]
-    titles = [line for line in lines if line.startswith("## ")]
-    assert titles == [title for title, _ in SECTIONS]
-
-
-@pytest.mark.parametrize("title,prefix", SECTIONS, ids=["features", "fixes", "docs"])
-def test_section_bullets(title, prefix):
-    with open(NOTES, encoding="utf-8") as f:
-        lines = [line.rstrip() for line in f]
-    assert _section(lines, title) == EXPECTED_BULLETS[prefix]
-
-
-class TestContent:
-    def test_no_duplicates(self):
-        with open(NOTES, encoding="utf-8") as f:
-            bullets = _bullets([line.rstrip() for line in f])
-        assert len(bullets) == len(set(bullets)), "duplicate entries found"
-
-    def test_no_chore_or_ci(self):
-        with open(NOTES, encoding="utf-8") as f:
-            text = f.read().lower()
-        assert "chore:" not in text and "ci:" not in text
-        assert "eslint" not in text and "nightly" not in text
-
-    def test_capitalised(self):
-        with open(NOTES, encoding="utf-8") as f:
-            bullets = _bullets([line.rstrip() for line in f])
-        assert all(b[:1].isupper() for b in bullets), "descriptions must start with a capital letter"
-
-    def test_pr_numbers_kept(self):
-        with open(NOTES, encoding="utf-8") as f:
-            bullets = _bullets([line.rstrip() for line in f])
-        assert all(re.search(r"\\(#\\d+\\)$", b) for b in bullets), "each entry must keep its PR number"
-
-
-class TestStats:
-    def test_stats_values(self):
-        with open(STATS, encoding="utf-8") as f:
-            stats = json.load(f)
-        assert stats == EXPECTED_STATS
-'''
-
-RELEASE_SKILL = """---
-name: changelog-writer
-description: "Turn conventional-commit subjects (feat:, fix:, docs:, chore:, ci:) into grouped, de-duplicated release notes in Markdown, with counts per section. Use when asked to write release notes or a CHANGELOG entry from a commit list or git log."
----
-
-# Changelog Writer
-
-## Conventional commits
-
-`<type>[optional scope]: <description>`; common types: `feat`, `fix`, `docs`, `chore`, `ci`,
-`refactor`, `test`. Merge commits (`Merge branch ...`) have no type and never belong in notes.
-
-## Recipe
-
-1. Read subjects line by line, `strip()` them, skip blanks.
-2. Split once: `type_, sep, desc = subject.partition(": ")`; if `sep` is empty the line is not
-   a conventional commit (merge commits, reverts) - skip it.
-3. De-duplicate on the full subject (cherry-picks repeat the same subject); keep first-seen order.
-4. Map types to section titles in a fixed order, e.g.
-   `[("feat", "## Features"), ("fix", "## Bug Fixes"), ("docs", "## Documentation")]`.
-5. Capitalise only the first character: `desc[:1].upper() + desc[1:]` (`str.capitalize()` would
-   lower-case the rest, breaking names like `CSV` or `API`).
-6. Keep trailing references such as `(#123)`.
-
-"""
-
-RELEASE_SCRIPT = '''import json
-import os
-
-SECTIONS = [("feat", "## Features"), ("fix", "## Bug Fixes"), ("docs", "## Documentation")]
-SKIP = {"chore", "ci"}
-
-groups = {prefix: [] for prefix, _ in SECTIONS}
-skipped = 0
-seen = set()
-
-with open("/root/repo/commits.txt", encoding="utf-8") as f:
-    for line in f:
-        subject = line.strip()
-        if not subject:
-            continue
-        prefix, sep, desc = subject.partition(": ")
-        if prefix in SKIP:
-            skipped += 1
-            continue
-        if not sep or prefix not in groups or subject in seen:
-            continue
-        seen.add(subject)
-        groups[prefix].append(desc[:1].upper() + desc[1:])
-
-lines = ["# Release 2.4.0", ""]
-for prefix, title in SECTIONS:
-    lines.append(title)
-    lines += [f"- {d}" for d in groups[prefix]]
-    lines.append("")
-
-os.makedirs("/root/output", exist_ok=True)
-with open("/root/output/RELEASE_NOTES.md", "w", encoding="utf-8") as f:
-    f.write("\\n".join(lines))
-
-stats = {"features": len(groups["feat"]), "fixes": len(groups["fix"]), "docs": len(groups["docs"]), "skipped": skipped}
-with open("/root/output/release_stats.json", "w") as f:
-    json.dump(stats, f, indent=2)
-
-print(json.dumps(stats))
-'''
+RELEASE_SCRIPT = content("release_script.py")
 
 
 def _release(dedupe=True, title="# Release 2.4.0", capitalise=True, keep_pr=True):
@@ -2709,18 +1823,7 @@ def task_release() -> Task:
         f'    "{p}": [\n' + "".join(f'        "{d}",\n' for d in groups[p]) + "    ],\n" for p in ("feat", "fix", "docs")) + "}"
     tests = RELEASE_TESTS.replace("@BULLETS@", bullets_src).replace("@STATS@", json.dumps(stats))
     NOTES, STATS = "/root/output/RELEASE_NOTES.md", "/root/output/release_stats.json"
-    instruction = """We are cutting release `2.4.0` and need release notes generated from the commit subjects in `/root/repo/commits.txt` (one conventional-commit subject per line, newest last).
-
-You need to:
-1. Create `/root/output/RELEASE_NOTES.md` whose first line is exactly `# Release 2.4.0`.
-2. Group the commits into the sections `## Features` (prefix `feat:`), `## Bug Fixes` (prefix `fix:`) and `## Documentation` (prefix `docs:`), in that order.
-3. Write each commit as a bullet `- <description>` with the conventional-commit prefix removed, the first letter capitalised and the trailing PR number such as `(#412)` kept.
-4. Remove duplicate subjects (cherry-picked commits appear twice) so every entry is listed only once, in first-seen order.
-5. Leave out `chore:` and `ci:` commits as well as merge commits entirely.
-6. Save the counts to `/root/output/release_stats.json` with the keys `features`, `fixes`, `docs` and `skipped`, where `skipped` counts the `chore:` and `ci:` lines.
-
-The notes are compared line by line after stripping trailing whitespace.
-"""
+    instruction = content("release_instruction.md")
     needs = [(NOTES, "with open(NOTES", None, None)]
     sneeds = [(STATS, "with open(STATS", None, None)]
     cases = [
@@ -2894,199 +1997,17 @@ def _bullets_list(notes: str) -> list[str]:
 # Task 6: webapp-service-config (system configuration)
 # ======================================================================================
 
-CONFIG_TESTS = '''"""Verifier for webapp-service-config: INI file, systemd unit, log directory and config check."""
+CONFIG_TESTS = content("config_tests.py")
 
-import configparser
-import os
-import pwd
-import stat
+CONFIG_SKILL = content("config_skill.md")
 
-import pytest
+CONFIG_EXAMPLE = content("config_example.txt")
 
-INI = "/etc/webapp/webapp.ini"
-UNIT = "/etc/systemd/system/webapp.service"
-LOG_DIR = "/var/log/webapp"
-CHECK_OUT = "/root/output/config_check.txt"
+CONFIG_INI = content("config_ini.ini")
 
+CONFIG_UNIT = content("config_unit.service")
 
-@pytest.mark.parametrize(
-    "section,key,expected",
-    [
-        ("server", "port", "8443"),
-        ("server", "workers", "4"),
-        ("logging", "level", "WARNING"),
-        ("logging", "file", "/var/log/webapp/app.log"),
-    ],
-    ids=["port", "workers", "level", "logfile"],
-)
-def test_ini_value(section, key, expected):
-    config = configparser.ConfigParser()
-    with open(INI, encoding="utf-8") as f:
-        config.read_file(f)
-    assert config.get(section, key) == expected
-
-
-def test_database_section_kept():
-    config = configparser.ConfigParser()
-    with open(INI, encoding="utf-8") as f:
-        config.read_file(f)
-    assert config.get("database", "url") == "postgresql://webapp@localhost:5432/webapp"
-
-
-def test_ini_permissions():
-    mode = stat.S_IMODE(os.stat(INI).st_mode)
-    assert mode == 0o640, f"expected 640, got {oct(mode)[2:]}"
-
-
-class TestSystemdUnit:
-    def test_user(self):
-        with open(UNIT, encoding="utf-8") as f:
-            lines = [line.strip() for line in f]
-        assert "User=webapp" in lines
-
-    def test_exec_start(self):
-        with open(UNIT, encoding="utf-8") as f:
-            lines = [line.strip() for line in f]
-        assert "ExecStart=/opt/webapp/bin/webapp --config /etc/webapp/webapp.ini" in lines
-
-    def test_restart_policy(self):
-        with open(UNIT, encoding="utf-8") as f:
-            lines = [line.strip() for line in f]
-        assert "Restart=on-failure" in lines
-
-
-class TestLogDirAndCheck:
-    def test_log_dir_owner(self):
-        info = os.stat(LOG_DIR)
-        assert pwd.getpwuid(info.st_uid).pw_name == "webapp"
-
-    def test_config_check_output(self):
-        with open(CHECK_OUT, encoding="utf-8") as f:
-            text = f.read()
-        assert "/etc/webapp/webapp.ini OK" in text
-'''
-
-CONFIG_SKILL = """---
-name: linux-service-config
-description: "Configure a Linux service for production: INI/TOML config files, file ownership and permissions, log directories, and systemd unit files, and validate them. Use when asked to install or harden a service configuration on a host or container."
----
-
-# Linux Service Configuration
-
-## Config files
-
-- Start from the shipped sample, change only what is asked, keep the other sections.
-- INI values are compared as strings by most parsers (`configparser`): write `port = 8443`,
-  not `port = "8443"`.
-- Secrets or DSNs in configs: restrict the file, e.g. `chmod 640` and `chown root:<service-group>`.
-  Check with `stat -c '%a %U:%G %n' FILE`.
-
-## Directories
-
-`install -d -o USER -g GROUP -m 755 /var/log/SERVICE` creates a directory with owner and mode
-in one step (idempotent, unlike `mkdir` + `chown` in a `set -e` script where ordering matters).
-
-## systemd units
-
-```
-[Unit]
-Description=...
-After=network-online.target
-Wants=network-online.target
-
-[Service]
-Type=simple
-User=svc
-Group=svc
-ExecStart=/opt/svc/bin/svc --config /etc/svc/svc.ini
-Restart=on-failure
-
-[Install]
-WantedBy=multi-user.target
-```
-
-In containers systemd is usually **not** PID 1: `systemctl` fails with "System has not been booted
-with systemd". Still write the unit file if asked - the host will use it - but do not try to start
-the service through systemctl, and never run a server in the foreground from a non-interactive shell.
-
-"""
-
-CONFIG_EXAMPLE = """# Sample configuration for webapp 3.2
-# Copy to /etc/webapp/webapp.ini and adjust for the target host.
-
-[server]
-host = 0.0.0.0
-port = 8080
-workers = 1
-
-[database]
-url = postgresql://webapp@localhost:5432/webapp
-pool_size = 5
-
-[logging]
-level = DEBUG
-file = /tmp/webapp.log
-"""
-
-CONFIG_INI = """# webapp production configuration (from /root/config/webapp.ini.example)
-
-[server]
-host = 0.0.0.0
-port = 8443
-workers = 4
-
-[database]
-url = postgresql://webapp@localhost:5432/webapp
-pool_size = 5
-
-[logging]
-level = WARNING
-file = /var/log/webapp/app.log
-"""
-
-CONFIG_UNIT = """[Unit]
-Description=webapp application server
-After=network-online.target
-Wants=network-online.target
-
-[Service]
-Type=simple
-User=webapp
-Group=webapp
-ExecStart=/opt/webapp/bin/webapp --config /etc/webapp/webapp.ini
-Restart=on-failure
-RestartSec=5
-
-[Install]
-WantedBy=multi-user.target
-"""
-
-CONFIG_SETUP_SH = """#!/bin/bash
-set -euo pipefail
-
-cp /root/config/webapp.ini.example /etc/webapp/webapp.ini
-sed -i -e 's/^port = .*/port = 8443/' -e 's/^workers = .*/workers = 4/' \\
-       -e 's/^level = .*/level = WARNING/' -e 's|^file = .*|file = /var/log/webapp/app.log|' /etc/webapp/webapp.ini
-chown webapp:webapp /var/log/webapp
-chmod 640 /etc/webapp/webapp.ini
-
-cat > /etc/systemd/system/webapp.service <<'UNIT'
-[Unit]
-Description=webapp application server
-After=network-online.target
-
-[Service]
-User=webapp
-ExecStart=/opt/webapp/bin/webapp --config /etc/webapp/webapp.ini
-Restart=on-failure
-
-[Install]
-WantedBy=multi-user.target
-UNIT
-
-mkdir -p /root/output
-/opt/webapp/bin/webapp --check-config /etc/webapp/webapp.ini | tee /root/output/config_check.txt
-"""
+CONFIG_SETUP_SH = content("config_setup_sh.sh")
 
 
 def _check_output(workers=4):
@@ -3099,18 +2020,7 @@ def _check_output(workers=4):
 def task_config() -> Task:
     INI, UNIT, LOGD, CHK = ("/etc/webapp/webapp.ini", "/etc/systemd/system/webapp.service", "/var/log/webapp",
                             "/root/output/config_check.txt")
-    instruction = """The `webapp` service on this host needs its production configuration. The vendor's sample config is at `/root/config/webapp.ini.example` and the binary is `/opt/webapp/bin/webapp`.
-
-You need to:
-1. Create `/etc/webapp/webapp.ini` from the sample, setting `port = 8443` and `workers = 4` in the `[server]` section and keeping the `[database]` section unchanged.
-2. In the `[logging]` section set `level = WARNING` and `file = /var/log/webapp/app.log`.
-3. Make sure the directory `/var/log/webapp` exists and is owned by the `webapp` user.
-4. Set the permissions of `/etc/webapp/webapp.ini` to `640`.
-5. Create the systemd unit `/etc/systemd/system/webapp.service` with `User=webapp`, `ExecStart=/opt/webapp/bin/webapp --config /etc/webapp/webapp.ini` and `Restart=on-failure`.
-6. Validate the configuration with `/opt/webapp/bin/webapp --check-config /etc/webapp/webapp.ini` and save its output to `/root/output/config_check.txt`.
-
-Values are compared exactly as strings; whitespace around `=` is ignored.
-"""
+    instruction = content("config_instruction.md")
     cneeds = [(INI, "with open(INI", None, None)]
     uneeds = [(UNIT, "with open(UNIT", None, None)]
     params = [("port", "server", "port", "8443"), ("workers", "server", "workers", "4"),

@@ -11,6 +11,8 @@ from typing import Any
 
 import yaml
 
+from gcpc.errors import ParamsError
+
 
 def load_params(path: str | Path = "params.yaml") -> dict[str, Any]:
     path = Path(path)
@@ -26,7 +28,7 @@ def section(params: dict[str, Any], dotted: str, *, source: str = "params.yaml")
     node: Any = params
     for part in dotted.split("."):
         if not isinstance(node, dict) or part not in node:
-            raise KeyError(f"{source}: missing required key '{dotted}'")
+            raise ParamsError(f"{source}: missing required key '{dotted}'")
         node = node[part]
     return node
 
@@ -53,7 +55,19 @@ def parse_args(parser: argparse.ArgumentParser, argv: list[str] | None = None, *
 
     argv = list(sys.argv[1:] if argv is None else argv)
     refuse_hydra_args(argv, overrides=overrides)
+    if parser.prog.endswith(".py"):  # argparse names a `python -m` program after its file (`__main__.py`)
+        parser.prog = entry_program(parser.prog)
     return parser.parse_args(argv)
+
+
+def entry_program(default: str) -> str:
+    """`python -m gcpc.x` as this process was started, for --help and usage lines; else `default`."""
+    import sys
+
+    argv = getattr(sys, "orig_argv", [])
+    if "-m" in argv[:-1]:
+        return f"python -m {argv[argv.index('-m') + 1]}"
+    return default
 
 
 def stage_args(description: str, argv: list[str] | None = None) -> argparse.Namespace:
@@ -80,3 +94,7 @@ if __name__ == "__main__":
     parser.add_argument("--output", default="params.yaml")
     ns = parser.parse_args()
     compose(ns.output, ns.overrides)
+    from gcpc.experiment import check_data_folders
+
+    # pre-flight: a typo'd folder fails here, not seconds into ingest (FileNotFoundError: one line, exit 2)
+    print(f"{ns.output}: composed; data folders found: {', '.join(check_data_folders(load_params(ns.output)['data']))}")

@@ -284,8 +284,11 @@ def main() -> int:
         s = controls(load_llm_params(args), paths.INGEST, paths.SYNTHESIZE, paths.JUDGE, CONTROLS)
     for arm, e in s["arms"].items():
         er = e["evidence_replacement"]
+        idle = e["idle"]
+        plain = (f"undefined (no idle log has one: {idle['n_zero_evidence']} of {idle['n_ok']} zero-evidence)"
+                 if idle["mean_plain"] is None else idle["mean_plain"])
         print(f"controls[{arm}]: {er['n']} Yes items perturbed ({er['n_skipped']} skipped), share turning No "
-              f"{er['share_no']}, idle floor plain {e['idle']['mean_plain']} / outcome {e['idle']['mean_outcome']}")
+              f"{er['share_no']}; idle-agent control: mean score plain {plain}, with outcome {idle['mean_outcome']}")
     print(f"controls: {s['calls_made']} calls -> {CONTROLS}")
     return 0
 

@@ -161,8 +161,9 @@ def _rows(result: dict[str, Any]) -> tuple[list[list[str]], list[list[str]]]:
 
 def _note(result: dict[str, Any]) -> str:
     b = result["bootstrap"]
-    return (f"Floors: outcome-blind scores of the judge-visible log, no model (docs/floors.md). Per arm, `{result['score']}` "
-            f"against the floor with the highest AUC on the same PASS/FAIL trajectories (chosen on those data, which favours "
+    return (f"Floors: outcome-blind scores of the judge-visible log, no model (docs/floors.md). Per arm, its log-only score "
+            f"(column `{result['score']}` of metrics.parquet: plain GCPC for checklist arms, each arm's own 0–1 score for the "
+            f"others, the floor's own score for a floor) against the floor with the highest AUC on the same PASS/FAIL trajectories (chosen on those data, which favours "
             f"the floor); paired ΔAUC with a {int(round(100 * b['ci']))}% percentile CI from {b['n_resamples']} task-clustered "
             f"resamples (seed {b['seed']}) shared by both AUCs. {zero_evidence_text(result['zero_evidence_score'])}, here as in RQ1; "
             f"a floor cannot abstain, so for it, as for Holistic, zero evidence is a log with no tool output or file content. "

@@ -27,6 +27,7 @@ from typing import Any
 
 import pandas as pd
 
+from gcpc.errors import ParamsError
 from gcpc.analysis.common import REJUDGE, resolve_analysis
 from gcpc.corpus.models import Trajectory
 from gcpc.io import atomic_path, read_models, write_json, write_jsonl
@@ -176,7 +177,7 @@ def rejudge(params: dict[str, Any], ingest_dir: Path, synth_dir: Path, judge_roo
     else:
         for key in ("provider", "model"):
             if not swap_cfg.get(key):
-                raise KeyError(f"params.yaml: analysis.rejudge.swap_judge.{key} is required")
+                raise ParamsError(f"params.yaml: analysis.rejudge.swap_judge.{key} is required")
         swap, calls["swap"] = judge_with(arm, inputs, trajectories, swap_cfg, out_dir / "llm_calls_swap.jsonl", progress)
         swap_source = "judged by this stage"
     passes.append(("swap", 1, swap))

@@ -584,7 +584,7 @@ def roc_points(metrics: pd.DataFrame, cfg: dict[str, Any] | None = None) -> pd.D
     c = resolve_config(cfg)
     _check_columns(metrics, c["scores"])
     c["scores"] = active_scores(metrics, c)
-    from gcpc.report.labels import labeler_for
+    from gcpc.analysis.labels import labeler_for
 
     rows = decided(with_method_arm(metrics, c["default_variants"]))
     words = labeler_for(arm_kinds(metrics), rows["arm"].unique().tolist(), c["primary_arm"] or table_primary_arm(metrics))

@@ -406,7 +406,7 @@ FIGURE = FIGURES / "rq2_human_agreement"
 
 
 def run(params: dict[str, Any]) -> dict[str, Any]:
-    from gcpc.report.figures import rq2_figure, save_figure
+    from gcpc.analysis.figures import rq2_figure, save_figure
 
     cfg = resolve_analysis(params.get("analysis"), params.get("arm"))
     metrics = pd.read_parquet(METRICS)

@@ -432,7 +432,7 @@ DELTAS = ANALYZE / "rq3_deltas.csv"
 
 
 def run(params: dict[str, Any]) -> dict[str, Any]:
-    from gcpc.report.figures import fig5, save_figure
+    from gcpc.analysis.figures import fig5, save_figure
 
     c = resolve_analysis(params.get("analysis"), params.get("arm"))
     # two independent reads, side by side where there are cores (gcpc.analysis.parallel)

@@ -442,7 +442,7 @@ FIGURE = FIGURES / "rq4_ablations"
 
 
 def run(params: dict[str, Any]) -> dict[str, Any]:
-    from gcpc.report.figures import rq4_figure, save_figure
+    from gcpc.analysis.figures import rq4_figure, save_figure
 
     c = resolve_analysis(params.get("analysis"), params.get("arm"))
     metrics = pd.read_parquet(METRICS)

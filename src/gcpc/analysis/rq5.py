@@ -367,7 +367,7 @@ FIGURE = FIGURES / "rq5_reliability"
 
 
 def run(params: dict[str, Any]) -> dict[str, Any]:
-    from gcpc.report.figures import rq5_figure, save_figure
+    from gcpc.analysis.figures import rq5_figure, save_figure
 
     c = resolve_analysis(params.get("analysis"), params.get("arm"))
     metrics = pd.read_parquet(METRICS)

@@ -36,6 +36,24 @@ def _init(ns: argparse.Namespace) -> None:
           f"overlap {ns.overlap}; {len(plan.excluded)} exclusions (listed in the study's meta 'excluded')")
 
 
+DEFAULT_EXPORT = Path("annotation/annotations.jsonl")
+"""Beside the study database, git-ignored: an export never replaces a committed input by default."""
+
+
+def tracked_by_git(path: Path) -> bool:
+    """Whether git tracks `path` in the repository holding it (False outside one, or without git)."""
+    import subprocess
+
+    folder = path.resolve().parent
+    while not folder.exists():
+        folder = folder.parent
+    try:
+        r = subprocess.run(["git", "ls-files", "--error-unmatch", str(path.resolve())], cwd=folder, capture_output=True)
+    except OSError:
+        return False
+    return r.returncode == 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m gcpc.annotate", description=__doc__)
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -71,7 +89,10 @@ def main(argv: list[str] | None = None) -> int:
     study_args(sp)
     sp = sub.add_parser("export", help="write the answers in the format of docs/annotations.md")
     study_args(sp)
-    sp.add_argument("out", type=Path, help="output .jsonl (RQ2 reads <data.root>/annotations/annotations.jsonl)")
+    sp.add_argument("out", type=Path, nargs="?", default=DEFAULT_EXPORT,
+                    help=f"output .jsonl (default {DEFAULT_EXPORT}, beside the study; RQ2 reads "
+                         "<data.root>/annotations/annotations.jsonl: copy it there, or point data.root at your corpus)")
+    sp.add_argument("--force", action="store_true", help="overwrite a file git tracks (e.g. the demo's illustrative annotations)")
     sp = sub.add_parser("import", help="read a docs/annotations.md file into the study")
     study_args(sp)
     sp.add_argument("file", type=Path)
@@ -92,6 +113,9 @@ def main(argv: list[str] | None = None) -> int:
             for a in s.annotators():
                 print(a, json.dumps(s.progress(a), sort_keys=True))
         elif ns.cmd == "export":
+            if not ns.force and tracked_by_git(ns.out):
+                raise FileExistsError(f"{ns.out}: git tracks this file (a committed input, e.g. the demo's illustrative "
+                                      "annotations); export elsewhere, or pass --force to overwrite it")
             n = export_jsonl(Study(ns.db), ns.out)
             print(f"{ns.out}: {n} records")
         elif ns.cmd == "import":

@@ -7,23 +7,22 @@ on the machine (paths are relative to the corpus root).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from collections import Counter, defaultdict
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+from gcpc.errors import ParamsError
+from gcpc.corpus.fingerprint import _known_fingerprints, log_fingerprint, remember_fingerprint  # noqa: F401 (remember: re-exported)
 from gcpc.corpus.guard import confined, outside_links, read_guarded
 from gcpc.corpus.harbor import display_path, find_trial_folders, read_tasks, read_trial
 from gcpc.corpus.ids import printable
 from gcpc.corpus.meta import FILE_NAME as META_FILE
 from gcpc.corpus.meta import write_trajectory_meta
 from gcpc.corpus.models import EVIDENCE_KINDS, Exclusion, Task, Trajectory
-from gcpc.corpus.render import iter_rendered
 from gcpc.corpus.size import TOKENIZER
 from gcpc.io import sha256_text, stage_outputs, write_json, write_jsonl, write_text
 
@@ -43,34 +42,8 @@ class IngestResult:
 
 def _required(cfg: dict[str, Any], key: str) -> Any:
     if key not in cfg or cfg[key] in (None, ""):
-        raise KeyError(f"corpus config {cfg.get('name', '?')!r}: missing required key '{key}'")
+        raise ParamsError(f"corpus config {cfg.get('name', '?')!r}: missing required key '{key}'")
     return cfg[key]
-
-
-HASH_PIECE = 1_000_000
-
-
-def log_fingerprint(trajectory: Trajectory) -> str:
-    """Identity for de-duplication: the task plus the full (untruncated) judge-visible log
-    (hashed in pieces: the same digest as hashing the whole text, without building it)."""
-    h = hashlib.sha256(f"{trajectory.benchmark}\n{trajectory.task_id}\n".encode())
-    for piece in iter_rendered(trajectory.events, None):
-        for k in range(0, len(piece), HASH_PIECE):  # a whole-log event is not encoded in one copy
-            h.update(piece[k:k + HASH_PIECE].encode("utf-8"))
-    return h.hexdigest()
-
-
-_known_fingerprints: ContextVar[dict[int, tuple[Trajectory, str]] | None] = ContextVar(
-    "gcpc_known_fingerprints", default=None)
-"""While `ingest` reads a corpus: `log_fingerprint`s already computed where a trajectory was read (a worker
-process), by object; `dedupe` takes them instead of hashing every log again in the parent, serially."""
-
-
-def remember_fingerprint(trajectory: Trajectory, fingerprint: str) -> None:
-    """Record `log_fingerprint(trajectory)` for this `ingest` call's `dedupe` (nothing outside one)."""
-    known = _known_fingerprints.get()
-    if known is not None:
-        known[id(trajectory)] = (trajectory, fingerprint)
 
 
 def dedupe(trajectories: list[Trajectory]) -> tuple[list[Trajectory], list[Exclusion]]:
@@ -465,7 +438,7 @@ def corpora_from_params(data: dict[str, Any]) -> list[dict[str, Any]]:
     corpora = data.get("corpora")
     if corpora is None:
         if "tasks_dir" not in data and "tasks_file" not in data and "trials_dirs" not in data:
-            raise KeyError("params.yaml: section 'data' needs 'tasks_dir' (one corpus) or 'corpora'")
+            raise ParamsError("params.yaml: section 'data' needs 'tasks_dir' (one corpus) or 'corpora'")
         return [{k: v for k, v in data.items() if k not in ("out_dir", "population")}]
     if isinstance(corpora, dict):
         return [{"name": name, **cfg} for name, cfg in corpora.items()]

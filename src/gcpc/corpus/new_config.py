@@ -8,7 +8,7 @@ Harbor tasks and job (trial) folders, or of Inspect AI eval logs, after checking
 A folder without task folders that holds Inspect logs (`*.eval`, eval-log `*.json`) gets a
 `format: inspect` config listing the folders of logs. Task folders are the folders holding an `instruction.md`; trial folders are recognised as the
 ingest stage recognises them (gcpc.corpus.harbor.is_trial_folder), and `trials_dirs` lists the
-folders directly above them (the job folders). Every required key (gcpc.experiment.DATA_KEYS_DOC)
+folders directly above them (the job folders). Every required key (gcpc.corpus.data_config.DATA_KEYS_DOC)
 is written and checked; the file is refused when PATH holds no task, and an existing config is
 never overwritten without --force. `root` is written relative to the repository root, the other
 paths relative to `root`, as the ingest stage resolves them.
@@ -25,7 +25,7 @@ from typing import Any
 import yaml
 
 from gcpc.corpus.harbor import find_trial_folders
-from gcpc.experiment import DATA_KEYS_DOC, check_data
+from gcpc.corpus.data_config import DATA_KEYS_DOC, check_data
 
 
 def _rel(path: Path, base: Path) -> str:

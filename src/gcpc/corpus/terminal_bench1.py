@@ -44,7 +44,7 @@ from typing import Any
 from gcpc.corpus.guard import allowed, outside_links, read_guarded
 from gcpc.corpus.harbor import display_path
 from gcpc.corpus.ids import id_problem
-from gcpc.corpus.ingest import log_fingerprint, remember_fingerprint
+from gcpc.corpus.fingerprint import log_fingerprint, remember_fingerprint
 from gcpc.corpus.models import Exclusion, Outcome, Task, Trajectory, VerifierTest
 from gcpc.corpus.parallel import map_ordered
 from gcpc.corpus.size import log_size

@@ -8,12 +8,18 @@ from gcpc import paths
 from gcpc.judging.stage import judge_stage
 from gcpc.llm.budget import FailureBudgetExceeded
 from gcpc.llm.cli import add_llm_arguments, load_llm_params, stage_errors
-from gcpc.params import parse_args
+from gcpc.params import load_params, parse_args
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("arm")
-    parser.add_argument("--params", default="params.yaml")
+    arms = "see params.yaml `arm`"
+    if {"-h", "--help"} & set(sys.argv[1:]):  # the configured arms, for --help only: a run reads just its own arm
+        try:
+            arms = ", ".join(sorted(load_params("params.yaml").get("arm") or {})) or "none configured"
+        except (OSError, ValueError):
+            pass
+    parser.add_argument("arm", help=f"the arm to judge, one of the arm set in params.yaml ({arms})")
+    parser.add_argument("--params", default="params.yaml", help="composed parameters (default: params.yaml)")
     args = parse_args(add_llm_arguments(parser))
     try:
         with stage_errors():

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gcpc.corpus.models import EVIDENCE_KINDS, Event
-from gcpc.judging.authorship import Restatement, authored_lines
+from gcpc.corpus.authorship import Restatement, authored_lines
 from gcpc.judging.models import ItemLabel
 from gcpc.llm.schemas import ItemVerdict
 from gcpc.synthesis.gates import normalize_ws

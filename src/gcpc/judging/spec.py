@@ -15,10 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gcpc.errors import ParamsError
 from gcpc.corpus.models import Event, Task, Trajectory
 from gcpc.corpus.render import render_log, truncate_middle
-from gcpc.judging.authorship import authored_lines, line_authorship
-from gcpc.judging.authorship import mark_authored as mark_authored_text
+from gcpc.corpus.authorship import authored_lines, line_authorship
+from gcpc.corpus.authorship import mark_authored as mark_authored_text
 from gcpc.judging.view import ViewSettings, judge_input
 from gcpc.llm.prompts import LayoutTemplate
 from gcpc.llm.schemas import fit_schema_limits
@@ -214,7 +215,7 @@ class ArmSpec:
     def from_params(cls, name: str, cfg: dict[str, Any], judging: dict[str, Any]) -> ArmSpec:
         for key in ("kind", "template"):
             if key not in cfg:
-                raise KeyError(f"params.yaml: arm '{name}' is missing '{key}'")
+                raise ParamsError(f"params.yaml: arm '{name}' is missing '{key}'")
         questions = cfg.get("questions") or []
         if not isinstance(questions, list) or not all(isinstance(q, str) and q.strip() for q in questions):
             raise ValueError(f"params.yaml: arm '{name}': 'questions' must be a list of non-empty strings")

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gcpc.errors import ParamsError
 from gcpc.corpus.models import Task, Trajectory
 from gcpc.io import (atomic_path, forget_outputs, iter_models_sized, read_models, record_outputs, verify_output, write_jsonl,
                      write_jsonl_lines, write_text)
@@ -54,7 +55,7 @@ ARM_KINDS: dict[str, ArmKind] = {
 def arm_spec(params: dict[str, Any], arm_name: str) -> ArmSpec:
     arms = params.get("arm") or {}
     if arm_name not in arms:
-        raise KeyError(f"params.yaml: arm '{arm_name}' is not configured (configured: {', '.join(sorted(arms)) or 'none'})")
+        raise ParamsError(f"params.yaml: arm '{arm_name}' is not configured (configured: {', '.join(sorted(arms)) or 'none'})")
     arm = ArmSpec.from_params(arm_name, arms[arm_name], params.get("judging", {}))
     if arm.kind not in ARM_KINDS:
         raise ValueError(f"params.yaml: arm '{arm_name}' has unknown kind '{arm.kind}' (known: {', '.join(ARM_KINDS)})")

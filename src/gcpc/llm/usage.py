@@ -114,7 +114,7 @@ def _estimated(record: CallRecord) -> tuple[int, int] | None:
     from pydantic import ValidationError
 
     from gcpc.llm.base import LLMRequest
-    from gcpc.llm.estimate import output_tokens, request_tokens
+    from gcpc.llm.tokens import output_tokens, request_tokens
 
     try:
         request = LLMRequest.model_validate(record.request)

@@ -11,7 +11,7 @@ import pandas as pd
 from gcpc.analysis.common import judge_identity, with_method_arm
 from gcpc.params import load_params, stage_args
 from gcpc.analysis.parallel import run_parts
-from gcpc.report.figures import fig4, forest_plot, judge_label, save_figure, score_by_outcome_plot
+from gcpc.analysis.figures import fig4, forest_plot, judge_label, save_figure, score_by_outcome_plot
 
 METRICS = Path("data/processed/finalize/metrics.parquet")
 RQ1 = Path("data/processed/analyze/rq1.json")

@@ -28,6 +28,7 @@ from typing import Any
 import jinja2
 import pandas as pd
 
+from gcpc.errors import ParamsError
 from gcpc.corpus.models import EVIDENCE_KINDS, Task, Trajectory
 from gcpc.corpus.render import event_header, truncate_middle
 from gcpc.io import iter_jsonl, read_models
@@ -77,6 +78,7 @@ class AuditInputs:
     arms: list[str]
     primary_arm: str | None
     max_event_chars: int
+    generator: str = "n/a"                         # checklist generator, provider/model (params `generator`)
 
     def __post_init__(self) -> None:
         # plain per-(trajectory, arm) rows: a pandas row lookup per arm and page was most of this stage's time
@@ -114,9 +116,10 @@ def _template_hashes(calls: Path) -> dict[str, str]:
 
 def read_inputs(params: dict[str, Any], *, ingest_dir: Path = INGEST, synth_dir: Path = SYNTHESIZE,
                 judge_root: Path = JUDGE, finalize_dir: Path = FINALIZE) -> AuditInputs:
+    gen = params.get("generator") or {}
     arms = sorted((params.get("arm") or {}).keys())
     if not arms:
-        raise KeyError("params.yaml: 'arm' configures no judging arm")
+        raise ParamsError("params.yaml: 'arm' configures no judging arm")
     judgments: dict[str, list[Judgment]] = {}
     hashes: dict[str, dict[str, str]] = {}
     for arm in arms:
@@ -138,6 +141,7 @@ def read_inputs(params: dict[str, Any], *, ingest_dir: Path = INGEST, synth_dir:
         metrics=pd.read_parquet(metrics_path), labels=pd.read_parquet(labels_path), arms=arms,
         primary_arm=primary if primary in arms else None,
         max_event_chars=int((params.get("judging") or {}).get("max_event_chars", 4000)),
+        generator="/".join(str(gen[k]) for k in ("provider", "model") if gen.get(k)) or "n/a",
     )
 
 
@@ -228,7 +232,7 @@ def trajectory_page(traj: Trajectory, inp: AuditInputs) -> dict[str, Any]:
         arms.append({"arm": arm, "kind": j.kind, "status": j.status, "error": j.error, "provider": j.provider,
                      "model": j.model, "request_key": j.request_key, "evidence_gate": j.evidence_gate,
                      "checklist_hash": j.checklist_hash, "prompt_hash": inp.template_hashes[arm].get(j.request_key or ""),
-                     "score": j.score, "rationale": j.rationale, "metrics": metrics, "labels": labels,
+                     "score": j.score, "rationale": j.rationale, "floor": j.floor, "metrics": metrics, "labels": labels,
                      "endpoint": endpoint, "primary": arm == inp.primary_arm})
     checklist = None
     if cl is not None:
@@ -287,6 +291,17 @@ def embed_json(obj: Any) -> str:
         .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 
 
+def judges_banner(inp: AuditInputs) -> dict[str, Any]:
+    """Who judged, for the top of every page: each arm's provider/model (from its judgments), the checklist
+    generator, and the report's "not an LLM" notice where the heuristic provider answered."""
+    from gcpc.analysis.common import judges_text
+    from gcpc.llm.notice import NOT_AN_LLM, mentions_heuristic
+
+    who = {arm: f"{js[0].provider}/{js[0].model}" for arm, js in sorted(inp.judgments.items()) if js}
+    return {"judges": judges_text(who), "generator": inp.generator,
+            "not_an_llm": NOT_AN_LLM.replace("`", "") if mentions_heuristic([*who.values(), inp.generator]) else ""}
+
+
 def build_site(inp: AuditInputs, out_dir: Path = SITE) -> dict[str, Any]:
     """Write the site; returns a small summary (pages written). Deterministic: same inputs, same bytes."""
     if out_dir.exists():
@@ -301,7 +316,8 @@ def build_site(inp: AuditInputs, out_dir: Path = SITE) -> dict[str, Any]:
     outcomes = sorted({r["outcome"] for r in rows})
     index = {"rows": rows, "arms": inp.arms, "primary_arm": inp.primary_arm or inp.arms[0], "tasks": tasks,
              "outcomes": outcomes}
-    _write(out_dir / "index.html", env.get_template("audit_index.html.jinja").render(data=index, n=len(rows)))
+    banner = judges_banner(inp)
+    _write(out_dir / "index.html", env.get_template("audit_index.html.jinja").render(data=index, n=len(rows), banner=banner))
     page_tpl = env.get_template("audit_trajectory.html.jinja")
     seen: set[str] = set()
     for t in sorted(inp.trajectories, key=lambda t: t.trajectory_id):
@@ -310,7 +326,7 @@ def build_site(inp: AuditInputs, out_dir: Path = SITE) -> dict[str, Any]:
             raise ValueError(f"audit site: two trajectories map to page {name}")
         seen.add(name)
         page = trajectory_page(t, inp)
-        _write(out_dir / "t" / name, page_tpl.render(data=page, title=t.trajectory_id))
+        _write(out_dir / "t" / name, page_tpl.render(data=page, title=t.trajectory_id, banner=banner))
     return {"pages": len(seen), "index": str(out_dir / "index.html")}
 
 

@@ -84,13 +84,9 @@ def _strip_title(text: str) -> str:
 
 
 def _heuristic_warning(judges: dict[str, str], generator: str) -> str:
-    texts = list(judges.values()) + [generator]
-    if any("heuristic" in t for t in texts):
-        return ("> **Not an LLM.** Some results below come from the offline `heuristic` provider "
-                "(deterministic rules, model `gcpc-heuristic-v1`; docs/heuristic-provider.md). They exercise the "
-                "pipeline; they are not findings about LLM judges. Reliability and judge-swap numbers of a deterministic "
-                "provider are perfect by construction.\n")
-    return ""
+    from gcpc.llm.notice import NOT_AN_LLM, mentions_heuristic
+
+    return f"> **Not an LLM.** {NOT_AN_LLM}\n" if mentions_heuristic([*judges.values(), generator]) else ""
 
 
 def perfect_section(pa: dict[str, Any]) -> list[str]:

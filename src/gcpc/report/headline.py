@@ -87,6 +87,8 @@ def usage_breakdown(params: dict[str, Any], root: Path = Path(".")) -> dict[str,
     return {"currency": sorted(currencies or {"USD"})[0], "total": compact_usage(total), "by_stage": per_stage,
             "by_arm": {a: compact_usage(add_groups(gs)) for a, gs in sorted(per_arm.items())},
             "stages_without_usage": missing,
+            "estimates": {name: {k: e.get(k) for k in ("provider", "model", "tokenizer", "experiment")}
+                          for name, e in read_estimates(root / ESTIMATES).items()},
             "token_fields": {name: f for f, name in TOKEN_NAMES.items()} | {"calls": "attempts (every provider call, "
                              "retries included)", "cached_calls": "attempts that read prompt-cache tokens"}}
 
@@ -227,7 +229,36 @@ def usage_markdown(usage: dict[str, Any]) -> str:
         lines += [row(a, u) for a, u in usage["by_arm"].items()]
     if usage["stages_without_usage"]:
         lines += ["", "No usage recorded for: " + ", ".join(usage["stages_without_usage"]) + "."]
+    lines += estimate_markdown(usage.get("estimates") or {})
     return "\n".join(lines) + "\n"
+
+
+ESTIMATES = Path("data/processed/estimate")
+"""`python -m gcpc.judging.estimate --out` files of the `estimate` stage: this run's judge requests priced with a paper model."""
+
+
+def read_estimates(folder: Path = ESTIMATES) -> dict[str, Any]:
+    """name -> estimate (gcpc.judging.estimate), for the files present."""
+    return {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in sorted(folder.glob("*.json"))} if folder.is_dir() else {}
+
+
+def estimate_markdown(estimates: dict[str, Any]) -> list[str]:
+    """The same judging with a paper model, as an estimate: the heuristic provider reports no tokens, so without
+    this every usage number offline is 0."""
+    if not estimates:
+        return []
+    lines = ["", "**Estimate, not a measurement:** what this run's judge requests (every arm, built by the arms' own "
+             "code; `python -m gcpc.judging.estimate`) would cost with a paper model, before any call. Input tokens "
+             "counted with the tokenizer named; output tokens assumed per response type; batch + caching assumes "
+             "every cache read hits.", "",
+             "| judge (estimate) | tokenizer | requests | input tokens | output tokens (assumed) | sync | batch | batch + caching |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for e in estimates.values():
+        x, c = e["experiment"], e["experiment"].get("cost") or {}
+        money = [f"{c[k]:.2f} USD" if c.get(k) is not None else "n/a" for k in ("sync", "batch", "batch_cached")]
+        lines.append(f"| {e['provider']}/{e['model']} | {e['tokenizer']} | {x['requests']} | {x['input_tokens']} | "
+                     f"{x['output_tokens']} | " + " | ".join(money) + " |")
+    return lines
 
 
 def main() -> int:

@@ -15,13 +15,20 @@ from gcpc.llm.base import LLMRequest, ProviderError, RawResponse
 from gcpc.llm.heuristic.holistic import score_holistic
 from gcpc.llm.heuristic.audit import audit_requirements
 from gcpc.llm.heuristic.fit import fit_to_schema
+from gcpc.llm.heuristic.generic import judge_generic
 from gcpc.llm.heuristic.judge import judge_checklist
 from gcpc.llm.heuristic.synthesize import generate_checklist
 from gcpc.llm.heuristic.tick import answer_tick_question, generate_tick_checklist
 
+
+def checklist_judgment(inputs: dict) -> dict:
+    """Both arms that answer with a ChecklistJudgment: the Generic arm's questions (`mode: generic`) and GCPC's checklist."""
+    return judge_generic(inputs) if inputs.get("mode") == "generic" else judge_checklist(inputs)
+
+
 HANDLERS = {
     "GeneratedChecklist": generate_checklist,
-    "ChecklistJudgment": judge_checklist,
+    "ChecklistJudgment": checklist_judgment,
     "CategoryAudit": audit_requirements,
     "TickChecklist": generate_tick_checklist,
     "TickAnswer": answer_tick_question,

@@ -25,7 +25,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from gcpc.judging.authorship import Restatement
+from gcpc.corpus.authorship import Restatement
 from gcpc.llm.heuristic.tokens import concrete_tokens
 
 EVIDENCE_KINDS = {"tool_output", "file_content"}
@@ -116,10 +116,8 @@ def judge_item(item: dict[str, Any], events: list[dict[str, Any]], restated: Cal
 
 
 def judge_checklist(inputs: dict[str, Any]) -> dict[str, Any]:
-    if inputs.get("mode") == "generic":
-        from gcpc.llm.heuristic.generic import judge_generic
-
-        return judge_generic(inputs)
+    """A GCPC checklist judgment (the Generic arm's questions go to `generic.judge_generic`: the provider
+    dispatches on `mode`, so generic.py, which builds on this module, is not imported back from here)."""
     events = inputs["events"]
     restated = Restatement([item["text"] for item in inputs["items"]])  # an echoed or cat'ed checklist is not state
     return {"verdicts": [judge_item(item, events, restated) for item in inputs["items"]]}

@@ -238,7 +238,11 @@ function trajectoryPage() {
     other.append(el("h2", {}, `Arm ${a.arm} (${fmt(a.kind)})`));
     if (a.status !== "ok") { other.append(el("p", { class: "muted" }, `${a.status}: ${a.error || ""}`)); continue; }
     if (a.kind === "holistic") other.append(el("p", {}, `score ${fmt(a.score)} / 10 — `, a.rationale || ""));
-    else other.append(table(["question", "verdict"], a.labels.map((l) => [el("div", {}, el("b", {}, l.item_id), " ", l.text || ""), verdictCell(l)]), "verdicts"));
+    else if (a.kind === "floor") {  // no model, no questions: the feature it reads and the value behind its score
+      other.append(el("p", {}, `feature ${String(a.model || "").replace(/^floor:/, "")}: score ${fmt(a.score)} — `, a.rationale || ""));
+      other.append(table(["feature of the judge-visible log", "value"],
+        Object.keys(a.floor || {}).sort().map((k) => [k, Array.isArray(a.floor[k]) ? a.floor[k].join(", ") : fmt(a.floor[k])]), "floor"));
+    } else other.append(table(["question", "verdict"], a.labels.map((l) => [el("div", {}, el("b", {}, l.item_id), " ", l.text || ""), verdictCell(l)]), "verdicts"));
   }
   logView();
   const m = /^#ev-(\d+)$/.exec(location.hash);

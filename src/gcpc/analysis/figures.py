@@ -40,8 +40,8 @@ FAIL_COLOR = "#d95f02"
 
 
 def _words(result: dict[str, Any]) -> Any:
-    """Arm x score labels in words (gcpc.report.labels) for an rq1 result."""
-    from gcpc.report.labels import labeler_for
+    """Arm x score labels in words (gcpc.analysis.labels) for an rq1 result."""
+    from gcpc.analysis.labels import labeler_for
 
     return labeler_for(result.get("arm_kinds"), list(result.get("arms", {})), result.get("config", {}).get("primary_arm"))
 
@@ -72,9 +72,10 @@ def forest_plot(result: dict[str, Any], judge: str | None = None) -> Figure:
         ax = fig.add_subplot()
         ys = np.arange(len(entries))[::-1]
         for y, (arm, score, e) in zip(ys, entries, strict=True):
-            if e.get("auc") is None:
-                ax.text(0.5, y, "undefined (" + str(e.get("skipped", "no estimate")) + ")", va="center",
-                        ha="center", fontsize=7, color="0.4")
+            if e.get("auc") is None:  # the reason in full is in rq1_table.md; here only what fits the row
+                why = str(e.get("skipped", "no estimate"))
+                short = f"undefined: no {score}" if why.startswith("this arm produces no") else _wrap(f"undefined: {why}", 40)
+                ax.text(0.5, y, short, va="center", ha="center", fontsize=7, color="0.4")
                 continue
             if e.get("ci_low") is not None:
                 ax.plot([e["ci_low"], e["ci_high"]], [y, y], color="0.2", lw=1.5, solid_capstyle="butt")
@@ -88,7 +89,7 @@ def forest_plot(result: dict[str, Any], judge: str | None = None) -> Figure:
         ax.set_xlabel(f"AUC vs official PASS ({level}% task-clustered bootstrap CI)")
         title = f"RQ1: score AUC (n = {result.get('n_trajectories')} trajectories)"
         if judge:
-            title += f" (judge: {judge})"
+            title += f"\njudge: {judge}"  # a second line: a provider/model name is as long as it is
         ax.set_title(title, fontsize=10)
         fig.tight_layout()
     return fig
@@ -105,7 +106,7 @@ def score_by_outcome_plot(metrics: pd.DataFrame, cfg: dict[str, Any] | None = No
     Uses the same filtering and zero-evidence filling as rq1 so the picture matches the AUCs.
     """
     from gcpc.analysis.rq1 import arm_kinds
-    from gcpc.report.labels import labeler_for
+    from gcpc.analysis.labels import labeler_for
 
     c = resolve_config(cfg)
     rows = decided(metrics)
@@ -232,7 +233,7 @@ def _ci_rows(ax: Any, rows: list[tuple[str, float | None, float | None, float | 
         if lo is not None and hi is not None:
             ax.plot([lo, hi], [y, y], color="0.25", lw=1.4, solid_capstyle="butt")
         ax.plot([est], [y], "o", color=color, ms=5.5, zorder=3)
-        ax.text(1.01, y, f"{est:.3f}", va="center", ha="left", fontsize=7, transform=ax.get_yaxis_transform())
+        ax.text(1.03, y, f"{est:.3f}", va="center", ha="left", fontsize=7, transform=ax.get_yaxis_transform())
     if ref is not None:
         ax.axvline(ref, color="0.55", ls="--", lw=0.9)
     ax.set_yticks(ys, [r[0] for r in rows], fontsize=7)
@@ -271,10 +272,12 @@ def fig4(result: dict[str, Any], judges: dict[str, str] | None = None) -> Figure
     using = rows_of(lambda s: s in OUTCOME_USING_SCORES)
     with matplotlib.rc_context(RC):
         height = 0.32 * max(len(paired), len(blind), len(using), 3) + 1.6
-        fig = Figure(figsize=(14.0, height), dpi=DPI)
-        ax_a, ax_b, ax_c = fig.subplots(1, 3, gridspec_kw={"width_ratios": [1, 1, 1], "wspace": 1.0})
+        # constrained layout sizes the margins from the drawn tick labels, value labels and titles, so no
+        # row label is cut at the canvas edge whatever its length (tests/test_report_demo.py checks every figure)
+        fig = Figure(figsize=(14.0, height), dpi=DPI, layout="constrained")
+        ax_a, ax_b, ax_c = fig.subplots(1, 3)
         if paired:
-            _ci_rows(ax_a, paired, (-1.0, 1.0), 0.0, f"ΔAUC ({level}% task-clustered CI, shared resamples)")
+            _ci_rows(ax_a, paired, (-1.0, 1.0), 0.0, f"ΔAUC\n({level}% task-clustered CI, shared resamples)")
             ys = np.arange(len(paired))[::-1]
             for y, s in zip(ys, shares, strict=True):
                 if s is not None:
@@ -285,16 +288,22 @@ def fig4(result: dict[str, Any], judges: dict[str, str] | None = None) -> Figure
         for ax, rows, title, empty in ((ax_b, blind, "(b) per-arm AUC, log only (descriptive)", "no log-only AUC"),
                                        (ax_c, using, "(c) scores that use the official outcome", "no outcome-using score")):
             if rows:
-                _ci_rows(ax, rows, (0.0, 1.0), 0.5, f"AUC vs official PASS ({level}% CI; each arm's own sample)")
+                _ci_rows(ax, rows, (0.0, 1.0), 0.5, f"AUC vs official PASS\n({level}% CI; each arm's own sample)")
             else:
                 _note_panel(ax, empty)
             ax.set_title(title, fontsize=9)
         who = judges_text(judges or {}) if judges else ""
         ze = "zero-evidence excluded" if result["config"].get("zero_evidence_score") is None else \
             f"zero-evidence scored {result['config']['zero_evidence_score']:g} (variant)"
-        fig.suptitle(f"Figure 4: RQ1 ranking PASS above FAIL (n = {result['n_trajectories']}, {ze})"
+        # the title's n counts every trajectory with PASS or FAIL; a row's n, the trajectories that row scores
+        # (fewer where zero-evidence logs are excluded), so the two are named apart rather than seeming to disagree
+        fig.suptitle(f"Figure 4: RQ1 ranking PASS above FAIL ({result['n_trajectories']} trajectories with PASS or FAIL; "
+                     f"each row's n: those it scores, {ze})"
                      + (f"\njudges: {_wrap(who, 140)}" if who else ""), fontsize=9)
-        fig.subplots_adjust(left=0.13, right=0.96, top=0.84 if who else 0.88, bottom=0.45 / height + 0.08)
+        # lay out once, here, and freeze: constrained layout run again on a drawn figure moves things by a
+        # pixel, so the PNG and the PDF (drawn one after the other with one process) would differ from two
+        fig.draw_without_rendering()
+        fig.set_layout_engine("none")
     return fig
 
 
@@ -399,7 +408,8 @@ def rq4_figure(result: dict[str, Any]) -> Figure:
             ax_a.set_xticks(np.arange(len(arms)), arms, fontsize=7, rotation=20)
             ax_a.axhline(0, color="0.5", lw=0.6)
             ax_a.set_ylabel("mean PASS − mean FAIL", fontsize=8)
-            ax_a.legend(fontsize=6, frameon=False, loc="upper right")
+            # below the arm names, not over the bars (upper right covered the TICK arms' error bars)
+            ax_a.legend(fontsize=6, frameon=False, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2)
         else:
             _note_panel(ax_a, "no arm with item labels")
         ax_a.set_title("(a) separation: endpoint × PASS propagation", fontsize=9)
@@ -424,7 +434,7 @@ def rq4_figure(result: dict[str, Any]) -> Figure:
             _note_panel(ax_b, _wrap(f"evidence replacement not available: {er.get('reason', '')}", 50))
             ax_b.set_title("(b) evidence replacement", fontsize=9)
         fig.suptitle("RQ4: ablations and controls", fontsize=9)
-        fig.subplots_adjust(left=0.07, right=0.98, top=0.86, bottom=0.2)
+        fig.subplots_adjust(left=0.07, right=0.98, top=0.86, bottom=0.3)
     return fig
 
 

@@ -1,0 +1,138 @@
+"""Cost of the configured judging before any call: requests, tokens and cost per arm.
+
+    python -m gcpc.judging.estimate                       # params.yaml as committed; needs ingest + synthesize outputs
+    python -m gcpc.judging.estimate --judge gpt-5-4-mini  # price the same requests with conf/llm/gpt-5-4-mini.yaml
+    python -m gcpc.judging.estimate --out estimate.json
+
+Every arm's requests are built by the arm's own code (the same messages a stage would send),
+through `gcpc.llm.estimate.RecordingClient`, which records them and answers none; they are priced by
+`gcpc.llm.estimate` (tokens, the sync / batch / batch + caching costs: its docstring). Here, in
+judging, because building them needs the arms; the pricing below it needs none.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gcpc.corpus.models import Task, Trajectory
+from gcpc.io import read_models, write_json
+from gcpc.params import load_params
+from gcpc.judging.stage import arm_spec, judge_arm
+from gcpc.judging.tick_arm import LIMITS
+from gcpc.llm.base import LLMRequest
+from gcpc.llm.estimate import Priced, RecordingClient, price_arms, summarize
+from gcpc.llm.tokens import tokenizer_name
+from gcpc.llm.usage import applied_prices
+from gcpc.synthesis.models import Checklist
+
+
+def arm_requests(params: dict[str, Any], arm_name: str, trajectories: list[Trajectory],
+                 checklists: dict, tasks: dict) -> list[LLMRequest]:
+    arm = arm_spec(params, arm_name)
+    client = RecordingClient(LIMITS["max_questions"])
+    judge_arm(arm, trajectories, llm_cfg=params["judge"], client=client, checklists=checklists, tasks=tasks)  # type: ignore[arg-type]
+    return client.requests
+
+
+def estimate(params: dict[str, Any], ingest_dir: Path, synth_dir: Path, arms: list[str] | None = None) -> dict[str, Any]:
+    return estimate_judges(params, ingest_dir, synth_dir, {"judge": params["judge"]}, arms)["judge"]
+
+
+SAME_REQUESTS = ("structured_output", "context_window", "max_tokens")
+"""Judge settings that shape the requests' text; judges that agree on them are priced on one set of requests."""
+
+
+def estimate_judges(params: dict[str, Any], ingest_dir: Path, synth_dir: Path, judges: dict[str, dict[str, Any]],
+                    arms: list[str] | None = None) -> dict[str, dict[str, Any]]:
+    """One estimate per judge config (name -> config). Requests are built once per distinct
+    SAME_REQUESTS settings (rendering and tokenizing every arm's requests is the slow part)."""
+    judging = {k: params[k] for k in ("arm", "judging") if k in params}  # what building the requests reads, no more
+    trajectories = read_models(ingest_dir / "trajectories.jsonl", Trajectory)
+    tasks = {(t.benchmark, t.task_id): t for t in read_models(ingest_dir / "tasks.jsonl", Task)}
+    checklists = {(c.benchmark, c.task_id): c for c in read_models(synth_dir / "checklists.jsonl", Checklist)}
+    built: dict[str, tuple[dict[str, Priced], dict[str, list[str]], dict[str, int]]] = {}
+    results: dict[str, dict[str, Any]] = {}
+    for judge_name, llm_cfg in judges.items():
+        shape = json.dumps({k: llm_cfg.get(k) for k in SAME_REQUESTS}, sort_keys=True)
+        if shape not in built:
+            distinct: dict[str, Priced] = {}
+            arm_keys: dict[str, list[str]] = {}
+            new_calls: dict[str, int] = {}
+            for name in arms or sorted(params.get("arm") or {}):
+                before = set(distinct)
+                arm_keys[name] = summarize(arm_requests(judging | {"judge": llm_cfg}, name, trajectories, checklists, tasks), distinct)
+                # identical requests of arms priced earlier are one call (request keys leave out `purpose`)
+                new_calls[name] = len(set(arm_keys[name]) - before)
+            built[shape] = distinct, arm_keys, new_calls
+        distinct, arm_keys, new_calls = built[shape]
+        out: dict[str, Any] = {"provider": llm_cfg.get("provider"), "model": llm_cfg.get("model"),
+                               "tokenizer": tokenizer_name(), "min_cacheable_tokens": llm_cfg.get("min_cacheable_tokens"),
+                               "prices": applied_prices(llm_cfg), "structured_output": llm_cfg.get("structured_output") or "json_schema",
+                               "trajectories": len(trajectories),
+                               "output_tokens": "assumed per response (gcpc.llm.tokens.OUTPUT_TOKENS)",
+                               "tick_questions": "assumed: max_questions per task before generation", "arms": {}}
+        for name, priced in price_arms(arm_keys, distinct, llm_cfg).items():
+            out["arms"][name] = priced | {"new_calls": new_calls[name]}
+        out["experiment"] = price_arms({"all": list(distinct)}, distinct, llm_cfg)["all"] | {"calls": len(distinct)}
+        results[judge_name] = out
+    return results
+
+
+def print_estimate(result: dict[str, Any]) -> None:
+    print(f"{result['provider']} {result['model']}  tokenizer: {result['tokenizer']}  structured_output: "
+          f"{result['structured_output']}  min cacheable: {result['min_cacheable_tokens']}  trajectories: {result['trajectories']}")
+    w = max([14, *(len(name) for name in result["arms"])])
+    print("ratio: batch + caching over sync; floor: its lower bound for any request layout (prompts under the "
+          "minimum cacheable length are never cached)")
+    print(f"{'arm':{w}s} {'requests':>8s} {'input tok':>11s} {'output tok':>10s} {'sync $':>10s} {'batch $':>10s} "
+          f"{'batch+cache $':>13s} {'ratio':>6s} {'floor':>6s} {'new calls':>9s}")
+    fmt = lambda v: f"{v:10.4f}" if isinstance(v, float) else f"{'-':>10s}"  # noqa: E731
+    rows = [(name, a, a["new_calls"]) for name, a in result["arms"].items()] + [("experiment", result["experiment"],
+                                                                                  result["experiment"]["calls"])]
+    for name, a, calls in rows:
+        c = a["cost"] or {}
+        print(f"{name:{w}s} {a['requests']:8d} {a['input_tokens']:11d} {a['output_tokens']:10d} {fmt(c.get('sync'))} "
+              f"{fmt(c.get('batch'))} {fmt(c.get('batch_cached')):>13s} {c.get('batch_cached_over_sync') or '-':>6} "
+              f"{c.get('any_layout_floor_over_sync') or '-':>6} {calls:9d}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--params", type=Path, default=Path("params.yaml"))
+    parser.add_argument("--judge", nargs="+", help="price with conf/llm/<NAME>.yaml instead of params.yaml's judge (several: "
+                                                   "one estimate each; --out then needs '{judge}' in its name)")
+    parser.add_argument("--ingest", type=Path, default=Path("data/processed/ingest"))
+    parser.add_argument("--synth", type=Path, default=Path("data/processed/synthesize"))
+    parser.add_argument("--arm", action="append", help="only these arms (default: every configured arm)")
+    parser.add_argument("--structured_output", "--structured-output", choices=["json_schema", "json_object", "prompt"],
+                        help="price with this structured_output mode instead of the judge config's")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args(argv)
+    params = load_params(args.params)
+    judges = ({name: yaml.safe_load(Path("conf/llm", f"{name}.yaml").read_text(encoding="utf-8")) for name in args.judge}
+              if args.judge else {"judge": params["judge"]})
+    if args.structured_output:
+        judges = {name: cfg | {"structured_output": args.structured_output} for name, cfg in judges.items()}
+    if args.out and len(judges) > 1 and "{judge}" not in str(args.out):
+        parser.error("--out needs '{judge}' in its name when several judges are priced")
+    for p in (args.ingest / "trajectories.jsonl", args.synth / "checklists.jsonl"):
+        if not p.exists():
+            print(f"estimate: {p} not found (run `dvc repro synthesize` first: the estimate prices the real requests)",
+                  file=sys.stderr)
+            return 2
+    for name, result in estimate_judges(params, args.ingest, args.synth, judges, args.arm).items():
+        if args.out:
+            command = "python -m gcpc.judging.estimate " + " ".join(sys.argv[1:] if argv is None else argv)
+            write_json(Path(str(args.out).replace("{judge}", name)), {"command": command} | result)
+        print_estimate(result)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

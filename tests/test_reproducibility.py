@@ -77,9 +77,25 @@ def test_parquet_has_no_library_versions_and_one_string_type(tmp_path):
     assert "creator" not in pandas_meta and "pandas_version" not in pandas_meta
     table = pq.read_table(tmp_path / "f.parquet")
     assert table.column_names == ["b", "a", "n"] and str(table.schema.field("b").type) == "string"
-    assert table.column("a").to_pylist() == [0.3, None]
+    assert table.column("a").to_pylist() == [0.1 + 0.2, None]  # every bit kept: later stages compute with it
     back = pd.read_parquet(tmp_path / "f.parquet")
-    assert back["a"].tolist()[0] == 0.3 and back["n"].tolist() == [1, 2]
+    assert back["a"].tolist()[0] == 0.1 + 0.2 and back["n"].tolist() == [1, 2]
     first = (tmp_path / "f.parquet").read_bytes()
     write_parquet(tmp_path / "f.parquet", frame.copy())
     assert (tmp_path / "f.parquet").read_bytes() == first
+
+
+def test_uv_lock_matches_pyproject():
+    """uv.lock pins what pyproject.toml asks for (a dependency or extra added without `uv lock` is stale)."""
+    import shutil
+
+    from pathlib import Path
+
+    uv = shutil.which("uv", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+    if uv is None:
+        pytest.skip("uv is not installed (README command 1 installs it)")
+    root = Path(__file__).resolve().parents[1]
+    run = subprocess.run([uv, "lock", "--check", "--offline"], cwd=root, capture_output=True, text=True, timeout=300)
+    if run.returncode and "uv lock" not in run.stderr:
+        pytest.skip(f"uv could not check the lock offline: {run.stderr.strip()[-300:]}")
+    assert run.returncode == 0, f"uv.lock does not match pyproject.toml; run `uv lock` and commit uv.lock:\n{run.stderr[-1500:]}"

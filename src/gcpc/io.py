@@ -343,10 +343,12 @@ _VERSION_KEYS = ("creator", "pandas_version")  # library versions pandas records
 
 def write_parquet(path: str | Path, data: Any, **options: Any) -> None:
     """A DataFrame (index dropped) or pyarrow Table as Parquet, the same bytes for the same rows under any
-    pandas: columns and rows in the order given (callers sort), float columns through `stable_float`,
-    strings as Arrow `string` (pandas 3 would write `large_string`), and pandas' schema metadata without the
-    library versions it records (no timestamps are written; the footer's `created_by` still names the
-    pyarrow version, which uv.lock pins). `options` go to pyarrow.parquet.write_table (e.g. compression)."""
+    pandas: columns and rows in the order given (callers sort), strings as Arrow `string` (pandas 3 would
+    write `large_string`), and pandas' schema metadata without the library versions it records (no
+    timestamps are written; the footer's `created_by` still names the pyarrow version, which uv.lock pins).
+    Floats keep every bit: Parquet carries values between stages, and rounding them would move later
+    computations (a difference of two rounded scores is no longer the difference of the scores).
+    `options` go to pyarrow.parquet.write_table (e.g. compression)."""
     import json as _json
 
     import pyarrow as pa
@@ -355,7 +357,7 @@ def write_parquet(path: str | Path, data: Any, **options: Any) -> None:
     if isinstance(data, pa.Table):
         table = data
     else:
-        table = pa.Table.from_pandas(_stable_float_columns(data), preserve_index=False)
+        table = pa.Table.from_pandas(data, preserve_index=False)
     fields = []
     for f in table.schema:
         if pa.types.is_large_string(f.type):
@@ -368,12 +370,7 @@ def write_parquet(path: str | Path, data: Any, **options: Any) -> None:
             pandas_meta.pop(key, None)
         metadata[b"pandas"] = _json.dumps(pandas_meta, sort_keys=True).encode()
     schema = pa.schema(fields, metadata=metadata or None)
-    columns = []
-    for i, f in enumerate(schema):
-        col = table.column(i)
-        if pa.types.is_floating(f.type) and isinstance(data, pa.Table):
-            col = pa.chunked_array([pa.array(stable_float_array(col.to_numpy(zero_copy_only=False)), mask=col.is_null().to_numpy(zero_copy_only=False), type=f.type)])
-        columns.append(col.cast(f.type) if col.type != f.type else col)
+    columns = [col.cast(f.type) if col.type != f.type else col for col, f in zip(table.columns, schema, strict=True)]
     table = pa.Table.from_arrays(columns, schema=schema)
     with atomic_path(path) as tmp:
         pq.write_table(table, tmp, **options)

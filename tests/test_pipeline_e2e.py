@@ -88,7 +88,8 @@ def test_output_check_names_a_stale_lock(clone, clean_clone_problems, tmp_path):
     """A lock recording an output hash this code does not produce (as issue 24 found for rq4.json)."""
     work = _copy_of_clean_clone(clone, clean_clone_problems, tmp_path)
     lock = work / "dvc.lock"
-    stale, n = re.subn(r"(- path: metrics/validate\.json\n\s+hash: md5\n\s+md5: )[0-9a-f]{32}", r"\g<1>" + "0" * 32,
+    # a hash with letters: YAML reads an all-digit one as a number, which DVC rejects as an invalid lock
+    stale, n = re.subn(r"(- path: metrics/validate\.json\n\s+hash: md5\n\s+md5: )[0-9a-f]{32}", r"\g<1>" + "deadbeef" * 4,
                        lock.read_text(encoding="utf-8"))
     assert n == 1, "dvc.lock has no md5 line for metrics/validate.json"
     lock.write_text(stale, encoding="utf-8")

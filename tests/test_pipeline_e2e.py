@@ -1,10 +1,12 @@
-"""End to end: `dvc repro` in a temporary clone of the repository, offline, on the demo corpus."""
+"""End to end: `dvc repro` in a temporary clone of the repository, offline, on the demo corpus; the clone
+then matches what git holds (committed figures, metrics and locks: tests/repro_check.py)."""
 
 from __future__ import annotations
 
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -12,7 +14,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from demo_outputs import fresh_clone
+from demo_outputs import git_files
+from repro_check import FIX, git, output_problems
 
 from gcpc.paths import pipeline_yaml
 
@@ -35,9 +38,65 @@ def clone(tmp_path_factory) -> tuple[Path, dict[str, str]]:
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
     dest = tmp_path_factory.mktemp("clone") / "gcpc"
-    env = fresh_clone(ROOT, dest)
+    for rel in git_files(ROOT):
+        src = ROOT / rel
+        if src.is_file():  # committed outputs and locks too: the repro must reproduce them byte for byte
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+    env = dict(os.environ)
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    env.update(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
+    for args in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "clone"]):
+        _run(args, dest, env)
     _run([str(Path(sys.executable).parent / "dvc"), "repro"], dest, env)
     return dest, env
+
+
+@pytest.fixture(scope="module")
+def clean_clone_problems(clone) -> list[str]:
+    """What the fresh repro left different from git, checked before any other test touches the clone."""
+    root, env = clone
+    return output_problems(root, env, repro=False)
+
+
+def test_a_clean_clone_rebuilds_the_committed_outputs(clean_clone_problems):
+    """README command 1 on a fresh clone leaves `git status --porcelain` empty and `dvc status` up to date."""
+    problems = clean_clone_problems
+    assert not problems, f"{len(problems)} difference(s) after `dvc repro` on a clean clone ({FIX}):\n" + "\n".join(problems[:40])
+
+
+def _copy_of_clean_clone(clone, clean_clone_problems, tmp_path: Path) -> Path:
+    if clean_clone_problems:
+        pytest.skip("the clean clone itself does not rebuild its outputs (test_a_clean_clone_rebuilds_the_committed_outputs)")
+    copy = tmp_path / "gcpc"
+    shutil.copytree(clone[0], copy)  # contents, not links into the first clone's cache
+    return copy
+
+
+def test_output_check_names_an_edited_committed_output(clone, clean_clone_problems, tmp_path):
+    """A hand-edited output committed to git: the rebuild writes the real one back, and the check names it."""
+    work = _copy_of_clean_clone(clone, clean_clone_problems, tmp_path)
+    target = work / "metrics" / "validate.json"
+    target.write_text(target.read_text(encoding="utf-8").replace("{", '{\n  "edited": true,', 1), encoding="utf-8")
+    git(work, "commit", "-q", "-am", "an output edited by hand")
+    assert any(p.startswith("dvc status: validate:") for p in output_problems(work, clone[1], repro=False))
+    problems = output_problems(work, clone[1])
+    assert any(p.startswith("git status: ") and p.endswith("metrics/validate.json") for p in problems), problems
+
+
+def test_output_check_names_a_stale_lock(clone, clean_clone_problems, tmp_path):
+    """A lock recording an output hash this code does not produce (as issue 24 found for rq4.json)."""
+    work = _copy_of_clean_clone(clone, clean_clone_problems, tmp_path)
+    lock = work / "dvc.lock"
+    # a hash with letters: YAML reads an all-digit one as a number, which DVC rejects as an invalid lock
+    stale, n = re.subn(r"(- path: metrics/validate\.json\n\s+hash: md5\n\s+md5: )[0-9a-f]{32}", r"\g<1>" + "deadbeef" * 4,
+                       lock.read_text(encoding="utf-8"))
+    assert n == 1, "dvc.lock has no md5 line for metrics/validate.json"
+    lock.write_text(stale, encoding="utf-8")
+    git(work, "commit", "-q", "-am", "a lock from another machine")
+    assert any(p.startswith("dvc status: validate:") for p in output_problems(work, clone[1], repro=False))
+    problems = output_problems(work, clone[1])
+    assert any(p.startswith("git status: ") and p.endswith("dvc.lock") for p in problems), problems
 
 
 def _declared_outs(dvc_yaml: dict, params: dict) -> list[str]:

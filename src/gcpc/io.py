@@ -21,6 +21,7 @@ import ctypes
 import ctypes.util
 import hashlib
 import json
+import math
 import os
 import re
 import shutil
@@ -87,6 +88,48 @@ def canonical_json_shared(obj: Any) -> str:
     return entry[2]
 
 
+FLOAT_DIGITS = 12
+"""Significant digits of every float a stage writes to JSON, JSONL, CSV, Markdown or Parquet (`stable_float`).
+
+A float computed by summation carries its last bits from the summation order, which a library or CPU may
+change (BLAS kernels, pairwise vs sequential sums): about 1e-16 relative. Rounded to 12 significant digits
+such a change moves no byte unless the value lies within 1e-16 of a rounding boundary (about one value in
+10,000 that differs at all); the cause is fixed where it was found (docs/reproducibility.md)."""
+
+
+def stable_float(x: float) -> float:
+    """x rounded to FLOAT_DIGITS significant digits (correctly rounded, the same on any machine); NaN and
+    infinities as they are. The one rounding every output writer and table formatter applies."""
+    x = float(x)
+    if x != x or x in (math.inf, -math.inf) or x == 0.0:
+        return x
+    return float(format(x, f".{FLOAT_DIGITS}g"))
+
+
+def float_text(x: float, spec: str) -> str:
+    """The text of a float in a table or CSV cell: `format(stable_float(x), spec)` (e.g. spec '.3f', '.6g'),
+    so two runs whose x differs only in its last bits print the same characters."""
+    return format(stable_float(x), spec)
+
+
+def stable_floats(obj: Any) -> Any:
+    """A JSON-ready value with every float through `stable_float` (dicts, lists and tuples copied, the rest kept)."""
+    kind = type(obj)
+    if kind is float:
+        return stable_float(obj)
+    if kind is dict:
+        return {k: stable_floats(v) for k, v in obj.items()}
+    if kind is list or kind is tuple:
+        return [stable_floats(v) for v in obj]
+    if isinstance(obj, float):  # numpy float64 and other float subclasses
+        return stable_float(obj)
+    if isinstance(obj, dict):
+        return {k: stable_floats(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [stable_floats(v) for v in obj]
+    return obj
+
+
 def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -121,7 +164,7 @@ def _size_hint(rec: Any) -> int:
 
 def _write_events_streamed(fh: Any, rec: BaseModel) -> None:
     """`canonical_json(rec) + "\\n"`, written field by field and event by event (same bytes)."""
-    top = rec.model_dump(mode="json", exclude={"events"})
+    top = stable_floats(rec.model_dump(mode="json", exclude={"events"}))
     fh.write("{")
     for i, key in enumerate(sorted([*top, "events"])):
         fh.write(("," if i else "") + json.dumps(key, ensure_ascii=False) + ":")
@@ -132,7 +175,7 @@ def _write_events_streamed(fh: Any, rec: BaseModel) -> None:
         for j, event in enumerate(rec.events):  # type: ignore[attr-defined]
             if j:
                 fh.write(",")
-            _write_object_streamed(fh, event.model_dump(mode="json"))
+            _write_object_streamed(fh, stable_floats(event.model_dump(mode="json")))
         fh.write("]")
     fh.write("}\n")
 
@@ -220,21 +263,23 @@ def read_models(path: str | Path, model: type[M]) -> list[M]:
 
 
 def write_jsonl_lines(fh: Any, records: Iterable[Any]) -> int:
-    """Append records to an open text file exactly as `write_jsonl` writes them (for a file written in pieces)."""
+    """Append records to an open text file exactly as `write_jsonl` writes them (for a file written in pieces):
+    canonical JSON with floats through `stable_float`."""
     n = 0
     for rec in records:
         if _size_hint(rec) > LARGE_RECORD and not active():
             _write_events_streamed(fh, rec)
         else:
-            fh.write(redact(canonical_json(rec)) + "\n")
+            fh.write(redact(canonical_json(stable_floats(rec.model_dump(mode="json") if isinstance(rec, BaseModel) else rec))) + "\n")
         n += 1
     return n
 
 
 def write_json(path: str | Path, obj: Any) -> None:
+    """Indented JSON, sorted keys, floats through `stable_float`."""
     if isinstance(obj, BaseModel):
         obj = obj.model_dump(mode="json")
-    write_text(path, json.dumps(obj, sort_keys=True, indent=2, ensure_ascii=False) + "\n")
+    write_text(path, json.dumps(stable_floats(obj), sort_keys=True, indent=2, ensure_ascii=False) + "\n")
 
 
 def write_text(path: str | Path, text: str) -> None:
@@ -464,3 +509,105 @@ def stage_outputs(out_dir: str | Path) -> Iterator[Path]:
             os.replace(staging, out)
     finally:
         shutil.rmtree(staging, ignore_errors=True)  # after an exchange it holds the previous outputs
+
+
+def stable_float_array(values: Any) -> Any:
+    """A float array with every value through `stable_float` (NaN kept), as float64."""
+    import numpy as np
+
+    return np.array([stable_float(v) for v in np.asarray(values, dtype=float).tolist()], dtype=float)
+
+
+def _stable_float_columns(frame: Any) -> Any:
+    """The frame with its float columns through `stable_float` (a copy when there are any)."""
+    import pandas as pd
+
+    positions = [i for i, dtype in enumerate(frame.dtypes) if pd.api.types.is_float_dtype(dtype)]
+    if not positions:
+        return frame
+    frame = frame.copy()
+    for i in positions:
+        col = frame.iloc[:, i]
+        frame.isetitem(i, pd.Series(stable_float_array(col.to_numpy(dtype=float, na_value=float("nan"))),
+                                    index=frame.index, dtype=col.dtype))
+    return frame
+
+
+def _csv_cells(col: Any, float_format: str) -> list[str] | None:
+    """One column as the strings `DataFrame.to_csv(float_format=..., na_rep='')` writes, or None
+    for a column this fast path does not handle (the caller then uses pandas)."""
+    import numpy as np
+    import pandas as pd
+
+    dtype = col.dtype
+    if pd.api.types.is_bool_dtype(dtype) and not col.isna().any():
+        return ["True" if v else "False" for v in col.to_numpy(dtype=bool).tolist()]
+    if pd.api.types.is_float_dtype(dtype):
+        return ["" if v != v else float_format % v for v in col.to_numpy(dtype=float, na_value=float("nan")).tolist()]
+    if pd.api.types.is_integer_dtype(dtype) and not col.isna().any():
+        return [str(v) for v in col.to_numpy(dtype=np.int64).tolist()]
+    if pd.api.types.is_string_dtype(dtype) or dtype == object:
+        na = col.isna().to_numpy()
+        vals = col.astype(object).to_numpy().tolist()
+        if not all(isinstance(v, str) for v, missing in zip(vals, na.tolist(), strict=True) if not missing):
+            return None
+        return ["" if missing else v for v, missing in zip(vals, na.tolist(), strict=True)]
+    return None
+
+
+def write_csv(frame: Any, path: str | Path, float_format: str = "%.6g") -> None:
+    """`frame.to_csv(path, index=False, float_format=..., lineterminator="\\n")` of the frame with its floats
+    through `stable_float`, byte for byte (tests compare), from whole columns: pandas' writer converts Arrow
+    string columns cell by cell, about 1 s for RQ3's 56,000 pair deltas at 20,000 trajectories."""
+    import csv
+    import io
+
+    frame = _stable_float_columns(frame)
+    cols = [_csv_cells(frame[c], float_format) for c in frame.columns] if frame.columns.is_unique else [None]
+    with atomic_path(path) as tmp:
+        if any(c is None for c in cols):
+            frame.to_csv(tmp, index=False, float_format=float_format, lineterminator="\n")
+            return
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
+        writer.writerow([str(c) for c in frame.columns])
+        writer.writerows(zip(*cols, strict=True) if cols else [])
+        tmp.write_text(buf.getvalue(), encoding="utf-8", newline="")
+
+
+_VERSION_KEYS = ("creator", "pandas_version")  # library versions pandas records in a Parquet file's metadata
+
+
+def write_parquet(path: str | Path, data: Any, **options: Any) -> None:
+    """A DataFrame (index dropped) or pyarrow Table as Parquet, the same bytes for the same rows under any
+    pandas: columns and rows in the order given (callers sort), strings as Arrow `string` (pandas 3 would
+    write `large_string`), and pandas' schema metadata without the library versions it records (no
+    timestamps are written; the footer's `created_by` still names the pyarrow version, which uv.lock pins).
+    Floats keep every bit: Parquet carries values between stages, and rounding them would move later
+    computations (a difference of two rounded scores is no longer the difference of the scores).
+    `options` go to pyarrow.parquet.write_table (e.g. compression)."""
+    import json as _json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if isinstance(data, pa.Table):
+        table = data
+    else:
+        table = pa.Table.from_pandas(data, preserve_index=False)
+    fields = []
+    for f in table.schema:
+        if pa.types.is_large_string(f.type):
+            f = f.with_type(pa.string())
+        fields.append(f)
+    metadata = dict(table.schema.metadata or {})
+    if b"pandas" in metadata:
+        pandas_meta = _json.loads(metadata[b"pandas"])
+        for key in _VERSION_KEYS:
+            pandas_meta.pop(key, None)
+        metadata[b"pandas"] = _json.dumps(pandas_meta, sort_keys=True).encode()
+    schema = pa.schema(fields, metadata=metadata or None)
+    columns = [col.cast(f.type) if col.type != f.type else col for col, f in zip(table.columns, schema, strict=True)]
+    table = pa.Table.from_arrays(columns, schema=schema)
+    with atomic_path(path) as tmp:
+        pq.write_table(table, tmp, **options)

@@ -19,7 +19,8 @@ import pandas as pd
 
 from gcpc.corpus.meta import FILE_NAME as META_FILE
 from gcpc.corpus.meta import META_KEYS, read_trajectory_meta_table
-from gcpc.io import iter_jsonl, verify_output
+from gcpc.io import float_text, iter_jsonl, verify_output
+from gcpc.io import write_csv  # noqa: F401 (re-exported: the RQ stages write their CSVs with it)
 
 from gcpc.paths import ANALYZE, CONTROLS, FIGURES, FINALIZE, INGEST, REJUDGE  # noqa: F401 (re-exported to the RQ modules)
 from gcpc.paths import METRICS as METRICS_DIR
@@ -351,14 +352,14 @@ def dumps(obj: Any) -> str:
 
 def fmt(x: Any, digits: int = 3) -> str:
     x = finite(x)
-    return "n/a" if x is None else f"{x:.{digits}f}"
+    return "n/a" if x is None else float_text(x, f".{digits}f")
 
 
 def fmt_p(p: Any) -> str:
     p = finite(p)
     if p is None:
         return "n/a"
-    return "<0.001" if p < 0.001 else f"{p:.3f}"
+    return "<0.001" if p < 0.001 else float_text(p, ".3f")
 
 
 def fmt_ci(lo: Any, hi: Any, digits: int = 3) -> str:
@@ -369,7 +370,7 @@ def fmt_ci(lo: Any, hi: Any, digits: int = 3) -> str:
 
 def fmt_share(x: Any) -> str:
     x = finite(x)
-    return "n/a" if x is None else f"{100 * x:.1f}%"
+    return "n/a" if x is None else float_text(100 * x, ".1f") + "%"
 
 
 def markdown_table(header: list[str], rows: list[list[str]], align: str | None = None, title: str | None = None,
@@ -446,43 +447,3 @@ def write_result_files(name: str, result: dict[str, Any], compact: dict[str, Any
     write_json(METRICS_DIR / f"{name}.json", compact)
     write_text(FIGURES / f"{table_stem}.md", table_md)
     write_text(FIGURES / f"{table_stem}.tex", table_tex)
-
-
-def _csv_cells(col: pd.Series, float_format: str) -> list[str] | None:
-    """One column as the strings `DataFrame.to_csv(float_format=..., na_rep='')` writes, or None
-    for a column this fast path does not handle (the caller then uses pandas)."""
-    dtype = col.dtype
-    if pd.api.types.is_bool_dtype(dtype) and not col.isna().any():
-        return ["True" if v else "False" for v in col.to_numpy(dtype=bool).tolist()]
-    if pd.api.types.is_float_dtype(dtype):
-        return ["" if v != v else float_format % v for v in col.to_numpy(dtype=float).tolist()]
-    if pd.api.types.is_integer_dtype(dtype) and not col.isna().any():
-        return [str(v) for v in col.to_numpy(dtype=np.int64).tolist()]
-    if pd.api.types.is_string_dtype(dtype) or dtype == object:
-        na = col.isna().to_numpy()
-        vals = col.astype(object).to_numpy().tolist()
-        if not all(isinstance(v, str) for v, missing in zip(vals, na.tolist(), strict=True) if not missing):
-            return None
-        return ["" if missing else v for v, missing in zip(vals, na.tolist(), strict=True)]
-    return None
-
-
-def write_csv(frame: pd.DataFrame, path: Path, float_format: str = "%.6g") -> None:
-    """`frame.to_csv(path, index=False, float_format=..., lineterminator="\\n")`, byte for byte (tests
-    compare), from whole columns: pandas' writer converts Arrow string columns cell by cell, about
-    1 s for RQ3's 56,000 pair deltas at 20,000 trajectories."""
-    import csv
-    import io
-
-    from gcpc.io import atomic_path
-
-    cols = [_csv_cells(frame[c], float_format) for c in frame.columns] if frame.columns.is_unique else [None]
-    with atomic_path(path) as tmp:
-        if any(c is None for c in cols):
-            frame.to_csv(tmp, index=False, float_format=float_format, lineterminator="\n")
-            return
-        buf = io.StringIO()
-        writer = csv.writer(buf, lineterminator="\n", quoting=csv.QUOTE_MINIMAL)
-        writer.writerow([str(c) for c in frame.columns])
-        writer.writerows(zip(*cols, strict=True) if cols else [])
-        tmp.write_text(buf.getvalue(), encoding="utf-8", newline="")

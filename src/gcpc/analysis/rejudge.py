@@ -30,7 +30,7 @@ import pandas as pd
 from gcpc.errors import ParamsError
 from gcpc.analysis.common import REJUDGE, resolve_analysis
 from gcpc.corpus.models import Trajectory
-from gcpc.io import atomic_path, read_models, write_json, write_jsonl
+from gcpc.io import read_models, write_json, write_jsonl, write_parquet
 from gcpc.judging.models import Judgment
 from gcpc.scoring.metrics import score_trajectory, zero_evidence_reason
 from gcpc.synthesis.models import Checklist
@@ -197,10 +197,8 @@ def rejudge(params: dict[str, Any], ingest_dir: Path, synth_dir: Path, judge_roo
     labels = pd.DataFrame(label_rows, columns=LABEL_COLUMNS).sort_values(["role", "pass", "trajectory_id", "item_id"],
                                                                           kind="stable").reset_index(drop=True)
     write_jsonl(out_dir / "judgments.jsonl", sorted(records, key=lambda r: (r["role"], r["pass"], r["trajectory_id"])))
-    with atomic_path(out_dir / "scores.parquet") as _tmp:
-        scores.to_parquet(_tmp, index=False)
-    with atomic_path(out_dir / "item_labels.parquet") as _tmp:
-        labels.to_parquet(_tmp, index=False)
+    write_parquet(out_dir / "scores.parquet", scores)
+    write_parquet(out_dir / "item_labels.parquet", labels)
 
     def ident(js: list[Judgment]) -> str:
         return ", ".join(sorted({f"{j.provider}/{j.model}" for j in js})) or "n/a"

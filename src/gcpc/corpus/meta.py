@@ -31,14 +31,12 @@ def meta_row(trajectory: Any) -> dict[str, str | None]:
 def write_trajectory_meta(path: str | Path, trajectories: Iterable[Any]) -> int:
     """Write the table (rows sorted by trajectory id); returns the number of rows. Byte-deterministic."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
-    from gcpc.io import atomic_path
+    from gcpc.io import write_parquet
 
     rows = sorted((meta_row(t) for t in trajectories), key=lambda r: r["trajectory_id"] or "")
     table = pa.table({c: pa.array([r[c] for r in rows], type=pa.string()) for c in META_COLUMNS})
-    with atomic_path(path) as tmp:
-        pq.write_table(table, tmp, compression="zstd")
+    write_parquet(path, table, compression="zstd")
     return len(rows)
 
 

@@ -30,7 +30,7 @@ import pandas as pd
 
 from gcpc import paths
 from gcpc.analysis.common import resolve_analysis
-from gcpc.io import iter_jsonl, write_json, write_text
+from gcpc.io import float_text, iter_jsonl, stable_float, write_json, write_text
 from gcpc.llm.usage import add_groups, read_usage
 
 HEADLINE = paths.METRICS / "headline.json"
@@ -45,7 +45,7 @@ TOKEN_NAMES = {"input_tokens": "input_tokens", "cache_creation_input_tokens": "c
 
 
 def _r(x: Any, digits: int = 4) -> float | None:
-    return None if x is None else round(float(x), digits)
+    return None if x is None else round(stable_float(x), digits)
 
 
 def llm_stages(params: dict[str, Any], root: Path = Path(".")) -> dict[str, Path]:
@@ -101,7 +101,7 @@ def _arm_auc(rq1: dict[str, Any], score: str) -> tuple[dict[str, Any], dict[str,
             continue
         auc[arm] = _r(e["auc"])
         if e.get("ci_low") is not None and e.get("ci_high") is not None:
-            ci[arm] = f"{e['ci_low']:.3f}–{e['ci_high']:.3f}"
+            ci[arm] = f"{float_text(e['ci_low'], '.3f')}–{float_text(e['ci_high'], '.3f')}"
     return auc, ci
 
 

@@ -30,7 +30,7 @@ from typing import Any
 import pandas as pd
 
 from gcpc.corpus.models import EventKind, Trajectory
-from gcpc.io import atomic_path, read_models, write_json, write_jsonl
+from gcpc.io import read_models, write_csv, write_json, write_jsonl, write_parquet
 from gcpc.judging.models import Judgment
 from gcpc.scoring.accuracy import compact_accuracy, judge_accuracy
 from gcpc.scoring.metrics import (
@@ -204,14 +204,10 @@ def run(params: dict[str, Any], ingest_dir: Path, judge_root: Path, out_dir: Pat
     metrics, labels, variants, excluded = finalize_tables(trajectories, judgments, params.get("scoring", {}))
     accuracy = judge_accuracy(judgments, {t.trajectory_id: t for t in trajectories})
     out_dir.mkdir(parents=True, exist_ok=True)
-    with atomic_path(out_dir / "metrics.parquet") as _tmp:
-        metrics.to_parquet(_tmp, index=False)
-    with atomic_path(out_dir / "metrics.csv") as _tmp:
-        metrics.to_csv(_tmp, index=False, lineterminator="\n", float_format="%.6f")
-    with atomic_path(out_dir / "labels.parquet") as _tmp:
-        labels.to_parquet(_tmp, index=False)
-    with atomic_path(out_dir / "variants.parquet") as _tmp:
-        variants.to_parquet(_tmp, index=False)
+    write_parquet(out_dir / "metrics.parquet", metrics)
+    write_csv(metrics, out_dir / "metrics.csv", float_format="%.6f")
+    write_parquet(out_dir / "labels.parquet", labels)
+    write_parquet(out_dir / "variants.parquet", variants)
     write_json(out_dir / "judge_accuracy.json", accuracy)
     write_jsonl(out_dir / "exclusions.jsonl", excluded)
     write_json(metrics_path, summary(metrics, excluded, accuracy))

@@ -30,27 +30,10 @@ from pathlib import Path
 
 import yaml
 
+from bench_llm_throughput import start_server as _start, stop_server  # one fake-server launcher for both benchmarks
+
 REPO = Path(__file__).resolve().parents[1]
 TARGET_FRACTION = 0.8
-
-
-def start_server(latency: float) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen([sys.executable, str(REPO / "tests" / "fakeservers"), "--provider", "openai", "--latency", str(latency)],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    url = proc.stdout.readline().strip()
-    if not url.startswith("http://127.0.0.1:"):
-        proc.kill()
-        raise SystemExit(f"bench_judge_stage: the fake server did not start (got {url!r})")
-    return proc, url
-
-
-def stop_server(proc: subprocess.Popen[str]) -> dict:
-    assert proc.stdin is not None and proc.stdout is not None
-    proc.stdin.close()
-    counters = json.loads(proc.stdout.readline() or "{}")
-    proc.wait(timeout=30)
-    return counters
 
 
 def run_child(argv: list[str], cwd: Path, env: dict[str, str]) -> dict:
@@ -119,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         params = prepare(work, args.data, env)
         levels = []
         for c in args.levels:
-            server, url = start_server(args.latency)
+            server, url = _start("openai", args.latency)
             try:
                 row = measure(work, params, args.arm, url, args.latency, c, env, server)
             finally:

@@ -64,9 +64,10 @@ def git_files(root: Path) -> list[str]:
     return [f for f in out.split("\0") if f]
 
 
-def fresh_clone(root: Path, dest: Path) -> dict[str, str]:
+def fresh_clone(root: Path, dest: Path, *, with_outputs: bool = False) -> dict[str, str]:
     """A git repository at `dest` holding what a clone of `root` holds, without pipeline outputs and locks (a fresh
-    clone before its first `dvc repro`); returns the environment to run its commands in (this venv first on PATH)."""
+    clone before its first `dvc repro`), or with them (`with_outputs`: exactly what a clone of the commit holds);
+    returns the environment to run its commands in (this venv first on PATH)."""
     import os
     import shutil
     import subprocess
@@ -74,7 +75,8 @@ def fresh_clone(root: Path, dest: Path) -> dict[str, str]:
 
     for rel in git_files(root):
         src = root / rel
-        if src.is_file() and not rel.startswith(("data/processed/", "metrics/", "figures/")) and Path(rel).name != "dvc.lock":
+        output = rel.startswith(("data/processed/", "metrics/", "figures/")) or Path(rel).name == "dvc.lock"
+        if src.is_file() and (with_outputs or not output):
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / rel)
     env = dict(os.environ)

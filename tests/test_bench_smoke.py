@@ -35,6 +35,7 @@ SMOKE: dict[str, list[str]] = {
     "bench_repro.py": ["--no-imports"],
     "bench_scale.py": ["--n", "6", "--stages", "ingest", "synthesize", "validate"],
     "bench_store.py": ["--data", "smoke", "--arms", "gcpc"],
+    "bench_swe_bench_ingest.py": ["--limit", "5", "--repeat", "1"],
     "real_server.py": [],
 }
 NOT_SCRIPTS = {"injection_probe.py"}  # a module the injection benchmark and tests/test_injection_probe.py import
@@ -50,6 +51,8 @@ def _why_not(script: str) -> str | None:
         except ImportError:
             return "needs llama-cpp-python[server] and a local GGUF model (docs/real-server.md)"
         return "starts a real model server for minutes: GCPC_REAL_SERVER=1 pytest -m real_server runs it"
+    if script == "bench_swe_bench_ingest.py" and not (SHARED / "swe-bench-verified").is_dir():
+        return f"needs the shared SWE-bench Verified runs ({SHARED / 'swe-bench-verified'} is absent)"
     if script in SLOW and os.environ.get("GCPC_BENCH_TESTS") != "1":
         return f"opt-in (GCPC_BENCH_TESTS=1): {SLOW[script]}"
     return None

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from demo_outputs import git_files
+from demo_outputs import fresh_clone
 from repro_check import FIX, git, output_problems
 
 from gcpc.paths import pipeline_yaml
@@ -38,16 +38,8 @@ def clone(tmp_path_factory) -> tuple[Path, dict[str, str]]:
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
     dest = tmp_path_factory.mktemp("clone") / "gcpc"
-    for rel in git_files(ROOT):
-        src = ROOT / rel
-        if src.is_file():  # committed outputs and locks too: the repro must reproduce them byte for byte
-            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dest / rel)
-    env = dict(os.environ)
-    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
-    env.update(GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
-    for args in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "clone"]):
-        _run(args, dest, env)
+    # committed outputs and locks too: the repro must reproduce them byte for byte
+    env = fresh_clone(ROOT, dest, with_outputs=True)
     _run([str(Path(sys.executable).parent / "dvc"), "repro"], dest, env)
     return dest, env
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from gcpc.io import stable_floats
 from gcpc.llm.heuristic import HeuristicProvider
 from gcpc.llm.heuristic.synthesize import requirement_units
 from gcpc.synthesis.audit import AuditSettings
@@ -80,7 +81,8 @@ def test_transfer_table_rows_outputs_and_rerun(corpus, tmp_path, monkeypatch):
     assert "| Mini bench | 4 | 3 |" in md and "Absent bench: not available" in md and "no-requirement" in md
     assert "the paper reports 4–15 items, median 8" in md and "| 1–4 (median 4) | 1 / 0 |" in md
     assert "\\begin{tabular}" in (figs / "table4_transfer.tex").read_text(encoding="utf-8")
-    assert json.loads((out / "transfer.json").read_text(encoding="utf-8")) == json.loads(json.dumps(result))
+    # written through the one float formatter (gcpc.io.stable_floats, 12 significant digits)
+    assert json.loads((out / "transfer.json").read_text(encoding="utf-8")) == json.loads(json.dumps(stable_floats(result)))
     assert (figs / "category_audit.md").is_file() and (figs / "category_audit.tex").is_file()
     files = sorted(p for p in [*out.rglob("*"), *figs.rglob("*")] if p.is_file())
     before = {p: p.read_bytes() for p in files}

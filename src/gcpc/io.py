@@ -157,6 +157,44 @@ LARGE_RECORD = 4_000_000
 """Characters of rendered event text above which a record is encoded in pieces (same bytes, no second copy)."""
 
 
+def own_file(path: str | Path) -> None:
+    """Make `path` a private, writable file before writing into it in place (appending).
+
+    DVC links outputs to its cache (`.dvc/config` cache.type: hardlink, else symlink). DVC unprotects a
+    persisted output before its stage runs, but a stage run by hand (`python -m gcpc.judging gcpc`) would
+    append through the link into the cache object that every other link shares; so a linked file is first
+    replaced by a copy of itself (same bytes, owner-writable)."""
+    import fcntl
+
+    p = Path(path)
+    if not _linked(p):
+        return
+    # under a lock on the folder: two workers opening one store never both copy (one would append to an orphan)
+    dir_fd = os.open(p.parent, os.O_RDONLY)
+    try:
+        fcntl.flock(dir_fd, fcntl.LOCK_EX)
+        if not _linked(p):
+            return
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".own", dir=p.parent)
+        try:
+            with os.fdopen(fd, "wb") as out, p.open("rb") as src:
+                shutil.copyfileobj(src, out)
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, p)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    finally:
+        os.close(dir_fd)  # releases the lock
+
+
+def _linked(p: Path) -> bool:
+    try:
+        return p.is_symlink() or p.lstat().st_nlink > 1
+    except FileNotFoundError:
+        return False
+
+
 def _size_hint(rec: Any) -> int:
     events = getattr(rec, "events", None)
     return sum(len(getattr(e, "text", "")) for e in events) if isinstance(events, list) else 0

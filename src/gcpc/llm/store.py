@@ -35,7 +35,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
-from gcpc.io import SHARED_JSON_HELD, canonical_json, canonical_json_shared, sha256_text
+from gcpc.io import SHARED_JSON_HELD, canonical_json, canonical_json_shared, own_file, sha256_text
 from gcpc.llm.base import SHARED_INPUTS, CallRecord
 from gcpc.llm.secrets import redact
 
@@ -186,6 +186,8 @@ class _Blobs:
         tmp.flush()
 
     def _index_plain(self, repair: bool) -> None:
+        if repair:
+            own_file(self.plain_path)
         fh = self.plain_path.open("a+b" if repair else "rb")
         self._files[1] = fh
         fh.seek(0)
@@ -237,6 +239,7 @@ class _Blobs:
             return
         fh = self._files[1]
         if fh is None:
+            own_file(self.plain_path)
             fh = self._files[1] = self.plain_path.open("a+b")
         fh.seek(0, os.SEEK_END)
         pos = fh.tell()
@@ -338,6 +341,7 @@ class CallStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._index: dict[str, list[Attempt]] = defaultdict(list)
         self._blobs = _Blobs(self.path, repair=True)
+        own_file(self.path)  # a DVC output linked to the cache: append to a copy, never through the link
         self._fh = self.path.open("a+b")
         self._load()
 

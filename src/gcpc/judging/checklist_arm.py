@@ -58,7 +58,7 @@ def build_request(events: Sequence[Event], checklist: Checklist, *, arm: ArmSpec
                                          render=lambda log: template.render(schema, items=items, log=log,
                                                                             marked=arm.mark_authored))
     inputs = {"items": items, "events": visible} | ({"context_cut": cut} if cut else {})
-    return make_request(f"judgment:{arm.name}", messages, ChecklistJudgment, template, llm_cfg, inputs, schema)
+    return make_request(f"judgment:{arm.requests_of}", messages, ChecklistJudgment, template, llm_cfg, inputs, schema)
 
 
 def generic_items(arm: ArmSpec) -> list[dict[str, str]]:
@@ -72,7 +72,7 @@ def build_generic_request(events: Sequence[Event], instruction: str, *, arm: Arm
     _, visible, messages, cut = fit_view(events, arm.view, llm_cfg, mark_authored=arm.mark_authored,
                                          render=lambda log: template.render(schema, items=items,
                                                                             instruction=instruction, log=log))
-    return make_request(f"judgment:{arm.name}", messages, ChecklistJudgment, template, llm_cfg,
+    return make_request(f"judgment:{arm.requests_of}", messages, ChecklistJudgment, template, llm_cfg,
                         {"mode": "generic", "instruction": instruction, "items": items, "events": visible}
                         | ({"context_cut": cut} if cut else {}), schema)
 

@@ -25,7 +25,7 @@ def build_holistic_request(events: Sequence[Event], instruction: str, *, arm: Ar
     schema = arm.schema(holistic_schema(), HolisticJudgment, llm_cfg)
     _, visible, messages, cut = fit_view(events, arm.view, llm_cfg, mark_authored=arm.mark_authored,
                                          render=lambda log: template.render(schema, instruction=instruction, log=log))
-    return make_request(f"judgment:{arm.name}", messages, HolisticJudgment, template, llm_cfg,
+    return make_request(f"judgment:{arm.requests_of}", messages, HolisticJudgment, template, llm_cfg,
                         {"instruction": instruction, "events": visible} | ({"context_cut": cut} if cut else {}), schema)
 
 

@@ -52,6 +52,9 @@ def resolve_layout(path: str | Path | None) -> Path:
         return p
     return Path(__file__).resolve().parents[3] / p
 REPLY_SCHEMAS = ("per_request", "generic")
+REPLY_ONLY_KEYS = ("evidence_gate",)
+"""Arm settings applied to replies only (the evidence gate downgrades verdicts after the call): arms that
+differ only in these send identical requests."""
 
 
 def metadata_strings(traj: Trajectory) -> list[str]:
@@ -200,6 +203,14 @@ class ArmSpec:
     reply_schema: str = "per_request"
     """`per_request` (default): each request carries the schema narrowed to it (gcpc.llm.schemas);
     `generic`: the response model's own schema, as before per-request schemas (for comparisons)."""
+    calls_as: str = ""
+    """The arm whose requests this arm's are (the first configured arm with the same configuration but for
+    what only post-processes replies: `REPLY_ONLY_KEYS`); it names the requests' purpose, so two such arms
+    write byte-identical call stores, stored once (`gcpc_gate` sends `gcpc`'s requests). Empty: itself."""
+
+    @property
+    def requests_of(self) -> str:
+        return self.calls_as or self.name
 
     def __post_init__(self) -> None:
         # `max_event_chars` is the authority for the per-event cut (callers set it directly)

@@ -44,7 +44,7 @@ def check_distinct_questions(parsed: BaseModel, request: LLMRequest) -> None:
 def build_generation_request(instruction: str, *, arm: ArmSpec, llm_cfg: dict[str, Any], template: PromptTemplate) -> LLMRequest:
     schema = arm.schema(tick_checklist_schema(**LIMITS), TickChecklist, llm_cfg)
     messages = template.render(schema, instruction=instruction)
-    return make_request(f"tick_checklist:{arm.name}", messages, TickChecklist, template, llm_cfg,
+    return make_request(f"tick_checklist:{arm.requests_of}", messages, TickChecklist, template, llm_cfg,
                         {"instruction": instruction, "limits": dict(LIMITS)}, schema)
 
 
@@ -56,7 +56,7 @@ def build_question_requests(traj: Trajectory, instruction: str, questions: list[
     log, visible, _, cut = fit_view(traj.events, arm.view, llm_cfg, mark_authored=arm.mark_authored,
                                     render=lambda log: template.render(schema, instruction=instruction, log=log, question=longest))
     extra = {"context_cut": cut} if cut else {}
-    return [make_request(f"judgment:{arm.name}", template.render(schema, instruction=instruction, log=log, question=q),
+    return [make_request(f"judgment:{arm.requests_of}", template.render(schema, instruction=instruction, log=log, question=q),
                          TickAnswer, template, llm_cfg, {"instruction": instruction, "question": q, "events": visible} | extra,
                          schema)
             for q in questions]

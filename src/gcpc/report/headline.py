@@ -64,7 +64,8 @@ def compact_usage(group: dict[str, Any]) -> dict[str, Any]:
 
 
 def usage_breakdown(params: dict[str, Any], root: Path = Path(".")) -> dict[str, Any]:
-    """Calls, cached calls, tokens and cost per stage, per arm (from the `judgment:<arm>`-style purposes) and in total."""
+    """Calls, cached calls, tokens and cost per stage, per arm (a judge stage's for its arm; the rejudge and control
+    stages' from their `judgment:<arm>`-style purposes) and in total."""
     arms = set(params.get("arm") or {})
     per_stage: dict[str, Any] = {}
     per_arm: dict[str, list[dict[str, Any]]] = {}
@@ -77,6 +78,9 @@ def usage_breakdown(params: dict[str, Any], root: Path = Path(".")) -> dict[str,
             continue
         currencies.add(summary.get("currency", "USD"))
         per_stage[stage] = compact_usage(summary["total"]) | {"files": sorted((summary.get("files") or {"": 0}).keys())}
+        if stage.startswith("judge@"):  # a judge stage's calls are its arm's, whichever arm's requests they are
+            per_arm.setdefault(stage.split("@", 1)[1], []).append(summary["total"])
+            continue
         for purpose, group in (summary.get("by_purpose") or {}).items():
             arm = purpose.rsplit(":", 1)[-1] if ":" in purpose else None
             if arm in arms:

@@ -13,7 +13,7 @@ import pytest
 
 from gcpc.corpus.models import Trajectory
 from gcpc.io import read_models
-from gcpc.report.audit import build_site, embed_json, find_quote, page_name, read_inputs, trajectory_page
+from gcpc.report.audit import build_site, embed_json, embedded_data, find_quote, page_name, read_inputs, trajectory_page
 from gcpc.synthesis.gates import normalize_ws
 
 
@@ -29,9 +29,7 @@ def _inputs(work: Path, params: dict):
 
 
 def _embedded(page: Path) -> dict:
-    m = re.search(r'<script type="application/json" id="audit-data">(.*?)</script>', page.read_text(encoding="utf-8"), re.S)
-    assert m
-    return json.loads(m.group(1))
+    return embedded_data(page.read_text(encoding="utf-8"))
 
 
 def test_find_quote_agrees_with_the_evidence_gate():
@@ -194,3 +192,14 @@ def test_every_page_names_its_judges_and_floor_arms_show_their_feature(demo, tmp
     for a in floors:
         assert a["labels"] == [] and a["model"].startswith("floor:")
         assert a["floor"] and "log_chars" in a["floor"] and a["score"] is not None
+
+
+def test_trajectory_pages_embed_gzipped_json_that_round_trips_deterministically():
+    from gcpc.report.audit import embed_gzip_json
+
+    obj = {"events": [{"text": "<script>alert(1)</script> & \u2028 ünï " * 50}], "n": 3}
+    a, b = str(embed_gzip_json(obj)), str(embed_gzip_json(obj))
+    assert a == b and not set(a) & set("<>&\"'")
+    html = f'<script type="application/gzip+base64" id="audit-data">{a}</script>'
+    assert embedded_data(html) == obj
+    assert len(a) < len(json.dumps(obj)) / 4

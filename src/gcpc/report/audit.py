@@ -3,8 +3,9 @@
 `python -m gcpc.report.audit` (the `audit_site` stage) reads pipeline outputs only (ingest, frozen
 checklists, every configured arm's judgments and call store, finalize tables) and writes
 `reports/audit/`: `index.html` (filterable list of trajectories), `assets/` (one stylesheet, one
-script) and `t/<page>.html`, one page per trajectory. A page embeds its data as JSON and renders log
-events lazily, so a multi-megabyte log opens at once; it needs no server (open index.html from disk).
+script) and `t/<page>.html`, one page per trajectory. A page embeds its data (gzipped JSON in base64 on
+trajectory pages: `embed_gzip_json`) and renders log events lazily, so a multi-megabyte log opens at once;
+it needs no server (open index.html from disk).
 
 The log is shown exactly as the judges saw it: run metadata redacted and each event cut to
 `judging.max_event_chars` (the full event is one click away). Evidence quotes are located with the
@@ -15,6 +16,8 @@ here changes a score.
 
 from __future__ import annotations
 
+import base64
+import gzip
 import hashlib
 import json
 import math
@@ -280,6 +283,7 @@ def _env() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
                              undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
     env.filters["embed"] = embed_json
+    env.filters["embed_gzip"] = embed_gzip_json
     return env
 
 
@@ -289,6 +293,25 @@ def embed_json(obj: Any) -> str:
     return jinja2.utils.markupsafe.Markup(
         text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
         .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+
+
+def embed_gzip_json(obj: Any) -> str:
+    """A page's data as base64 of gzipped JSON (the viewer inflates it with the browser's DecompressionStream).
+
+    Logs are most of a page; compressed, a page takes about a quarter of the bytes (Terminal-Bench 1:
+    71 kB per trajectory as JSON, ~16 kB so), which keeps the site proportional to the corpus (issue 29).
+    mtime 0 and a fixed level keep the bytes deterministic. Base64 holds no '<', '>' or '&'."""
+    raw = json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return jinja2.utils.markupsafe.Markup(base64.b64encode(gzip.compress(raw, compresslevel=9, mtime=0)).decode("ascii"))
+
+
+def embedded_data(html: str) -> Any:
+    """The data a page of the site embeds (either encoding), as the viewer reads it; for tests and tools."""
+    m = re.search(r'<script type="application/(json|gzip\+base64)" id="audit-data">(.*?)</script>', html, re.S)
+    if m is None:
+        raise ValueError("audit page: no #audit-data script")
+    text = m.group(2)
+    return json.loads(gzip.decompress(base64.b64decode(text)) if m.group(1) == "gzip+base64" else text)
 
 
 def judges_banner(inp: AuditInputs) -> dict[str, Any]:

@@ -1,9 +1,18 @@
-/* GCPC audit viewer. Reads the page's embedded JSON (#audit-data) and renders it; text goes in
-   through textContent only, never innerHTML. Log events are filled in lazily as they near the
+/* GCPC audit viewer. Reads the page's embedded data (#audit-data: JSON on the index, gzipped JSON in
+   base64 on trajectory pages, inflated with the browser's DecompressionStream) and renders it; text goes
+   in through textContent only, never innerHTML. Log events are filled in lazily as they near the
    viewport, so large logs open at once. */
 "use strict";
 
-const DATA = JSON.parse(document.getElementById("audit-data").textContent);
+let DATA = null;
+
+async function loadData() {
+  const node = document.getElementById("audit-data");
+  if (node.type !== "application/gzip+base64") return JSON.parse(node.textContent);
+  const bytes = Uint8Array.from(atob(node.textContent.trim()), (c) => c.charCodeAt(0));
+  const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+  return JSON.parse(await new Response(stream).text());
+}
 
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
@@ -249,4 +258,10 @@ function trajectoryPage() {
   if (m) { const node = document.getElementById("ev-" + m[1]); if (node) { fillEvent(node); node.scrollIntoView(); } }
 }
 
-if (document.body.dataset.page === "index") indexPage(); else trajectoryPage();
+loadData().then((data) => {
+  DATA = data;
+  if (document.body.dataset.page === "index") indexPage(); else trajectoryPage();
+}, (err) => {
+  document.body.prepend(el("p", { class: "error" }, "This page's data could not be read (" + err + "); "
+    + "it needs a browser with DecompressionStream (Chrome 80, Firefox 113, Safari 16.4 or newer)."));
+});

@@ -55,6 +55,41 @@ def store_sizes(processed: Path) -> dict:
             "store_over_raw": round(total / raw, 3) if raw else None, "arms": arms}
 
 
+FOOTPRINT_DIRS = ("data/processed", ".dvc/cache", "reports", "metrics", "figures")
+"""Everything a `dvc repro` writes (outputs, DVC's cache, git-tracked tables and figures)."""
+
+
+def footprint(project: Path) -> dict:
+    """Bytes on disk of everything the pipeline wrote in `project` (after `dvc repro` / `dvc exp run`),
+    each inode counted once (a hard-linked output and its cache object are one file), against the raw
+    agent logs the ingest read (issue 29: goal <= 2x)."""
+    from gcpc.io import iter_jsonl
+
+    seen: set[tuple[int, int]] = set()
+    parts: dict[str, dict] = {}
+    for rel in FOOTPRINT_DIRS:
+        apparent = unique = files = 0
+        for dirpath, _, names in os.walk(project / rel):
+            for name in names:
+                st = os.lstat(os.path.join(dirpath, name))
+                apparent += st.st_size
+                files += 1
+                if (st.st_dev, st.st_ino) not in seen:
+                    seen.add((st.st_dev, st.st_ino))
+                    unique += st.st_size
+        parts[rel] = {"files": files, "apparent_bytes": apparent, "bytes_not_counted_before": unique}
+    audit = project / "reports" / "audit" / "t"
+    pages = sorted(audit.glob("*.html")) if audit.is_dir() else []
+    raw = sum((t.get("size") or {}).get("raw_bytes", 0)
+              for t in iter_jsonl(project / "data" / "processed" / "ingest" / "trajectories.jsonl"))
+    total = sum(p["bytes_not_counted_before"] for p in parts.values())
+    return {"raw_agent_log_bytes": raw, "written_bytes": total, "written_over_raw": round(total / raw, 3) if raw else None,
+            "parts": parts, "audit_pages": len(pages),
+            "audit_bytes_per_trajectory": round(sum(p.stat().st_size for p in pages) / len(pages)) if pages else None,
+            "target": "everything the pipeline writes, DVC cache included, <= 2x the agent logs (issue 29)",
+            "target_met": bool(raw) and total <= 2 * raw}
+
+
 def run_child(cmd: list[str], cwd: Path, src: Path | None = None) -> dict:
     """Run one stage process; its own peak RSS (os.wait4, not the maximum over all children) and wall time."""
     env = dict(os.environ) | ({"PYTHONPATH": str(src / "src")} if src else {})
@@ -120,8 +155,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reuse", action="store_true", help="with --keep: keep the ingest and synthesize outputs found there")
     parser.add_argument("--src", type=Path, help="run the stages with the gcpc package of this checkout (e.g. to measure "
                         "before a change: git archive main | tar -x -C DIR)")
+    parser.add_argument("--footprint", type=Path, metavar="PROJECT",
+                        help="only measure what a finished `dvc repro` / `dvc exp run` wrote in PROJECT (outputs, cache, "
+                        "reports, figures; each inode once) against the raw agent logs")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
+    if args.footprint:
+        result = {"command": "python bench/bench_store.py" + "".join(f" {a}" for a in (argv if argv is not None else sys.argv[1:]))}
+        result |= footprint(args.footprint)
+        result["machine"] = {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count(),
+                             "load_average": [round(x, 2) for x in os.getloadavg()]}
+        out = args.out or REPO / "bench" / "results" / "footprint.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        print(json.dumps({k: v for k, v in result.items() if k != "parts"}, indent=2))
+        for rel, part in result["parts"].items():
+            print(f"{rel:16s} {part['apparent_bytes'] / 1e6:9.1f} MB apparent, {part['bytes_not_counted_before'] / 1e6:9.1f} MB new")
+        print(f"-> {out}")
+        return 0
     command = "python bench/bench_store.py" + "".join(f" {a}" for a in (argv if argv is not None else sys.argv[1:]))
     result: dict = {"command": command}
     work = None

@@ -3,8 +3,9 @@
 A `python -m gcpc.…` process (every stage, `python -m gcpc.params`) prints such an error as one line,
 `error: <what, where, what to do>`, and exits 2 instead of showing a traceback; `GCPC_DEBUG=1` shows
 the traceback as before. gcpc/__init__.py installs the hook (`install`) in those processes only, so
-library callers, tests and DVC itself see the exceptions unchanged. No gcpc imports: every layer
-raises these.
+library callers and tests see the exceptions unchanged. Inside `dvc exp run`, DVC composes conf/ in its
+own process; the Hydra plugin there calls `install_in_dvc`, so a bad override is one line too. No gcpc
+imports: every layer raises these.
 """
 
 from __future__ import annotations

@@ -964,22 +964,8 @@ def write_trial(root: Path, spec: Spec, rng: Rng, start: datetime) -> dict:
         exception = {
             "exception_type": "AgentTimeoutError",
             "exception_message": f"Agent execution timed out after {task.timeout['agent_timeout']:.1f} seconds",
-            "exception_traceback": (
-                "Traceback (most recent call last):\n"
-                "  File \"/usr/lib/python3.12/asyncio/tasks.py\", line 520, in wait_for\n"
-                "    return await fut\n"
-                "           ^^^^^^^^^\n"
-                "asyncio.exceptions.CancelledError\n\n"
-                "The above exception was the direct cause of the following exception:\n\n"
-                "Traceback (most recent call last):\n"
-                "  File \"/opt/harbor/src/harbor/trial/trial.py\", line 212, in _execute_agent\n"
-                "    await asyncio.wait_for(\n"
-                "TimeoutError\n\n"
-                "The above exception was the direct cause of the following exception:\n\n"
-                "Traceback (most recent call last):\n"
-                "  File \"/opt/harbor/src/harbor/trial/trial.py\", line 219, in _execute_agent\n"
-                "    raise AgentTimeoutError(\n"
-                f"harbor.trial.errors.AgentTimeoutError: Agent execution timed out after {task.timeout['agent_timeout']:.1f} seconds\n"),
+            "exception_traceback": content("harbor_timeout_traceback.txt").format(
+                seconds=f"{task.timeout['agent_timeout']:.1f}"),
             "occurred_at": iso(ex_f + timedelta(microseconds=rng.randint(100, 900))),
         }
         finished = ex_f + timedelta(seconds=rng.uniform(1, 3))

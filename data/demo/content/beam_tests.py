@@ -12,7 +12,12 @@ CSV_HEADER = ["beam_id", "max_deflection_mm", "max_moment_kNm", "passes_limit"]
 REL_TOL = 0.005
 
 # Reference values computed in SI units: delta = P * L**3 / (48 * E * I), M = P * L / 4, limit L / 360
-EXPECTED = @EXPECTED@
+EXPECTED = {
+    "B-101": {"max_deflection_mm": 6.29, "max_moment_kNm": 21.354, "passes_limit": True},
+    "B-102": {"max_deflection_mm": 6.777, "max_moment_kNm": 23.4, "passes_limit": True},
+    "B-103": {"max_deflection_mm": 4.776, "max_moment_kNm": 1.98, "passes_limit": True},
+    "B-104": {"max_deflection_mm": 30.822, "max_moment_kNm": 8.135, "passes_limit": False},
+}
 
 
 def test_beam_order():

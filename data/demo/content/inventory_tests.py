@@ -10,9 +10,13 @@ CSV_PATH = "/root/output/inventory.csv"
 SUMMARY_PATH = "/root/output/inventory_summary.json"
 HEADER = ["sku", "name", "warehouse", "quantity", "unit_price", "total_value"]
 WAREHOUSES = {"WH-NORTH", "WH-SOUTH", "WH-EAST"}
-EXPECTED_ROWS = @ROWS@
-EXPECTED_GRAND_TOTAL = @TOTAL@
-EXPECTED_ITEMS = @ITEMS@
+EXPECTED_ROWS = 9
+EXPECTED_GRAND_TOTAL = 38303.49
+EXPECTED_ITEMS = {
+    "LM-0307": {"name": "Brass floor lamp", "warehouse": "WH-SOUTH", "quantity": "0", "unit_price": "159.00", "total_value": "0.00"},
+    "SH-0315": {"name": "Wall shelf, walnut", "warehouse": "WH-NORTH", "quantity": "40", "unit_price": "34.00", "total_value": "1360.00"},
+    "TB-2210": {"name": "Café table", "warehouse": "WH-NORTH", "quantity": "6", "unit_price": "1249.50", "total_value": "7497.00"},
+}
 
 
 def test_csv_header():

@@ -8,12 +8,12 @@ REPORT_JSON = "/root/output/error_report.json"
 SUSPICIOUS_TXT = "/root/output/suspicious_ips.txt"
 EXPECTED_KEYS = {"total_requests", "malformed_lines", "status_counts", "error_rate", "top_error_paths"}
 
-EXPECTED_TOTAL = @TOTAL@
-EXPECTED_MALFORMED = @MALFORMED@
-EXPECTED_STATUS_COUNTS = @STATUS@
-EXPECTED_ERROR_RATE = @RATE@
-EXPECTED_TOP_ERROR_PATHS = @TOP@
-EXPECTED_SUSPICIOUS = @SUSP@
+EXPECTED_TOTAL = 323
+EXPECTED_MALFORMED = 3
+EXPECTED_STATUS_COUNTS = {"200": 220, "304": 25, "401": 23, "403": 21, "404": 17, "500": 8, "502": 5, "503": 4}
+EXPECTED_ERROR_RATE = 0.0526
+EXPECTED_TOP_ERROR_PATHS = ["/api/checkout", "/api/orders", "/api/search"]
+EXPECTED_SUSPICIOUS = ["198.51.100.7", "203.0.113.45"]
 
 
 def test_report_keys():

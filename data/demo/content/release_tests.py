@@ -8,8 +8,28 @@ import pytest
 NOTES = "/root/output/RELEASE_NOTES.md"
 STATS = "/root/output/release_stats.json"
 SECTIONS = [("## Features", "feat"), ("## Bug Fixes", "fix"), ("## Documentation", "docs")]
-EXPECTED_BULLETS = @BULLETS@
-EXPECTED_STATS = @STATS@
+EXPECTED_BULLETS = {
+    "feat": [
+        "Add CSV export to the reports page (#412)",
+        "Support pagination cursors in the orders API (#418)",
+        "Show stock levels on product cards (#423)",
+        "Allow customers to save multiple addresses (#428)",
+        "Add dark mode to the admin dashboard (#436)",
+    ],
+    "fix": [
+        "Handle an empty cart during checkout (#415)",
+        "Keep the session alive after a password change (#420)",
+        "Round tax amounts to cents before summing (#427)",
+        "Prevent double submission of the payment form (#431)",
+        "Correct the timezone of exported invoices (#434)",
+    ],
+    "docs": [
+        "Document the retry settings for webhooks (#416)",
+        "Fix typos in the deployment guide (#424)",
+        "Add an upgrade note for the 2.4 config keys (#432)",
+    ],
+}
+EXPECTED_STATS = {"features": 5, "fixes": 5, "docs": 3, "skipped": 5}
 
 
 def _section(lines, title):

@@ -184,3 +184,17 @@ def test_analysis_stage_writes_outputs(tmp_path, monkeypatch):
     first = {p: (tmp_path / p).read_bytes() for p in ("metrics/rq1.json", "data/processed/analyze/roc.csv")}
     assert stage.main() == 0
     assert first == {p: (tmp_path / p).read_bytes() for p in first}
+
+
+def test_tables_name_the_log_only_score_for_what_it_holds_in_each_arm_kind():
+    """A floor's or Holistic's `gcpc_plain` column is not plain GCPC: the Score cell says what it is (issue 28)."""
+    from gcpc.analysis.rq1 import _table_rows, score_name
+
+    entry = {"auc": 0.6, "ci_low": 0.5, "ci_high": 0.7, "n": 10, "n_pass": 5, "n_fail": 5, "n_tasks": 2}
+    result = {"config": {"scores": ["gcpc_plain", "gcpc_outcome"], "bootstrap": {"ci": 0.95}},
+              "arm_kinds": {"gcpc": "checklist", "floor_steps": "floor", "holistic": "holistic", "tick": "tick"},
+              "arms": {a: {"gcpc_plain": entry} for a in ("gcpc", "floor_steps", "holistic", "tick")}}
+    cells = {row[0]: row[1] for row in _table_rows(result)[0]}
+    assert cells == {"floor_steps": "floor feature", "gcpc": "gcpc_plain", "holistic": "0–10 / 10", "tick": "YES share"}
+    assert score_name(result, "gcpc", "gcpc_outcome") == "gcpc_outcome"
+    assert score_name({}, "unknown_arm", "gcpc_plain") == "gcpc_plain"

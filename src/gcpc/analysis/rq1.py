@@ -416,6 +416,17 @@ def compact_metrics(result: dict[str, Any]) -> dict[str, Any]:
     return _jsonable(out)
 
 
+PLAIN_SCORE_NAMES = {"floor": "floor feature", "holistic": "0–10 / 10", "tick": "YES share", "generic": "gcpc_plain (Yes share)"}
+"""What the log-only column `gcpc_plain` holds for an arm that is not a checklist arm, as the tables name it
+(the column name would call a floor's feature or Holistic's score plain GCPC)."""
+
+
+def score_name(result: dict[str, Any], arm: str, score: str) -> str:
+    """The Score cell of a table: the metrics column, named for what it holds in this arm (`PLAIN_SCORE_NAMES`)."""
+    kind = (result.get("arm_kinds") or {}).get(arm.split(":", 1)[0], "")
+    return PLAIN_SCORE_NAMES.get(kind, score) if score == "gcpc_plain" else score
+
+
 def ordered_entries(result: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
     """(arm, score, entry) with arms sorted and scores in config order.
 
@@ -441,7 +452,7 @@ def _table_rows(result: dict[str, Any]) -> tuple[list[tuple[str, ...]], int]:
         if str(e.get("skipped", "")).startswith("this arm produces no"):
             continue
         ci = "n/a" if e.get("ci_low") is None else f"[{_fmt(e['ci_low'])}, {_fmt(e['ci_high'])}]"
-        rows.append((arm, score, _fmt(e.get("auc")), ci, f"{e['n']} ({e['n_pass']}/{e['n_fail']})",
+        rows.append((arm, score_name(result, arm, score), _fmt(e.get("auc")), ci, f"{e['n']} ({e['n_pass']}/{e['n_fail']})",
                      str(e["n_tasks"]), str(e.get("n_zero_evidence", 0))))
     return rows, level
 
@@ -551,7 +562,7 @@ def _condition_rows(result: dict[str, Any]) -> list[list[str]]:
         per = result["by_condition"][arm]
         for score in sorted(per, key=lambda s: (order.get(s, len(order)), s)):
             for cond, e in sorted(per[score].items()):
-                out.append([arm, score, cond, fmt(e.get("auc")), fmt_ci(e.get("ci_low"), e.get("ci_high")),
+                out.append([arm, score_name(result, arm, score), cond, fmt(e.get("auc")), fmt_ci(e.get("ci_low"), e.get("ci_high")),
                             f"{e['n']} ({e['n_pass']}/{e['n_fail']})", str(e["n_tasks"]),
                             e.get("skipped", "")])
     ref = result.get("reference") or {}

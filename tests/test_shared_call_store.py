@@ -19,15 +19,20 @@ from gcpc.judging.stage import run as judge_stage
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_requests_of_names_the_first_arm_configured_the_same_but_for_reply_only_settings():
+def test_requests_of_names_the_arm_whose_requests_an_arm_sends_and_composition_checks_it():
+    from gcpc.errors import ConfigError
+    from gcpc.experiment import check_arms
+
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     assert arm_spec(params, "gcpc").requests_of == "gcpc"
     assert arm_spec(params, "gcpc_gate").requests_of == "gcpc"
     for arm in ("generic", "tick", "tick_adapted", "holistic", "floor_steps", "floor_exit0"):
         assert arm_spec(params, arm).requests_of == arm, arm
-    # a change that does shape requests (another template) makes the arm its own
+    check_arms(params["arm"], "gcpc", "gcpc", ["gcpc"])
+    # a change that does shape requests (another template) contradicts requests_of: composition stops
     params["arm"]["gcpc_gate"]["template"] = "prompts/judging/generic.jinja"
-    assert arm_spec(params, "gcpc_gate").requests_of == "gcpc_gate"
+    with pytest.raises(ConfigError, match=r"arm.gcpc_gate.requests_of = 'gcpc', but the two arms differ in template"):
+        check_arms(params["arm"], "gcpc", "gcpc", ["gcpc"])
 
 
 def test_share_call_store_links_identical_files_only(tmp_path):

@@ -40,9 +40,29 @@ def derive_primary_arm(arms: Any) -> str:
     return checklist[0] if checklist else next(iter(spec))
 
 
+REPLY_ONLY_KEYS = ("evidence_gate", "requests_of")
+"""Arm settings that do not shape a request (the evidence gate downgrades verdicts after the call)."""
+
+
+def check_requests_of(spec: Mapping[str, Mapping[str, Any]]) -> None:
+    """An arm's `requests_of: OTHER` says it sends OTHER's requests (its call store is then OTHER's, stored
+    once): when OTHER is in the set, the two must be configured the same but for `REPLY_ONLY_KEYS`."""
+    for name, cfg in spec.items():
+        other = cfg.get("requests_of")
+        if not other or other == name or other not in spec:
+            continue
+        mine = {k: v for k, v in cfg.items() if k not in REPLY_ONLY_KEYS}
+        theirs = {k: v for k, v in spec[other].items() if k not in REPLY_ONLY_KEYS}
+        if mine != theirs:
+            diff = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
+            raise ConfigError(f"arm.{name}.requests_of = {other!r}, but the two arms differ in {', '.join(diff)}, which "
+                              f"shapes requests; remove requests_of from arm {name} or configure both alike")
+
+
 def check_arms(arms: Any, primary: Any, rejudge_arm: Any, controls_arms: Any) -> str:
     """Every analysed arm must be in the arm set; returns the arm set as one readable value ("gcpc+generic")."""
     spec = arm_set(arms)
+    check_requests_of(spec)
     named = [("analysis.primary_arm", primary), ("analysis.rejudge.arm", rejudge_arm)]
     named += [("analysis.controls.arms", a) for a in (_plain(controls_arms) or [])]
     bad = [f"{key} = {value!r}" for key, value in named if str(value) not in spec]

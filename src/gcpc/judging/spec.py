@@ -52,9 +52,6 @@ def resolve_layout(path: str | Path | None) -> Path:
         return p
     return Path(__file__).resolve().parents[3] / p
 REPLY_SCHEMAS = ("per_request", "generic")
-REPLY_ONLY_KEYS = ("evidence_gate",)
-"""Arm settings applied to replies only (the evidence gate downgrades verdicts after the call): arms that
-differ only in these send identical requests."""
 
 
 def metadata_strings(traj: Trajectory) -> list[str]:
@@ -204,9 +201,10 @@ class ArmSpec:
     """`per_request` (default): each request carries the schema narrowed to it (gcpc.llm.schemas);
     `generic`: the response model's own schema, as before per-request schemas (for comparisons)."""
     calls_as: str = ""
-    """The arm whose requests this arm's are (the first configured arm with the same configuration but for
-    what only post-processes replies: `REPLY_ONLY_KEYS`); it names the requests' purpose, so two such arms
-    write byte-identical call stores, stored once (`gcpc_gate` sends `gcpc`'s requests). Empty: itself."""
+    """`requests_of` in the arm's config: the arm whose requests this arm sends (configured the same but for
+    settings applied to replies only, checked at composition: `gcpc.experiment.check_arms`). It names the
+    requests' purpose, so both arms write byte-identical call stores, stored once (`gcpc_gate` sends
+    `gcpc`'s requests; `gcpc.judging.stage.share_call_store`). Empty: the arm itself."""
 
     @property
     def requests_of(self) -> str:
@@ -241,7 +239,8 @@ class ArmSpec:
                    mark_authored=bool(judging.get("mark_agent_authored", False)),
                    min_quote_chars=int(judging.get("evidence_min_quote_chars", 4)),
                    questions=tuple(questions), feature=cfg.get("feature"), tail_events=int(cfg.get("tail_events", 3)),
-                   view=ViewSettings.from_params(judging), layout=resolve_layout(judging.get("layout")))
+                   view=ViewSettings.from_params(judging), layout=resolve_layout(judging.get("layout")),
+                   calls_as=str(cfg.get("requests_of") or ""))
 
     def judge_template(self, path: Path | None = None) -> LayoutTemplate:
         """The arm's judge prompt (its template, or `path` inside a template folder) in the shared layout."""

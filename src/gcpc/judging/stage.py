@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ from gcpc.judging.checklist_arm import judge_checklist_arm, judge_generic_arm
 from gcpc.judging.floor_arm import judge_floor_arm
 from gcpc.judging.holistic_arm import judge_holistic_arm
 from gcpc.judging.models import Judgment
-from gcpc.judging.spec import REPLY_ONLY_KEYS, ArmInputs, ArmSpec, redact_run_metadata
+from gcpc.judging.spec import ArmInputs, ArmSpec, redact_run_metadata
 from gcpc.judging.tick_arm import judge_tick_arm
 from gcpc.llm import LLMClient, LLMSettings, llm_session
 from gcpc.llm.budget import check_failure_budget
@@ -59,16 +59,7 @@ def arm_spec(params: dict[str, Any], arm_name: str) -> ArmSpec:
     arm = ArmSpec.from_params(arm_name, arms[arm_name], params.get("judging", {}))
     if arm.kind not in ARM_KINDS:
         raise ValueError(f"params.yaml: arm '{arm_name}' has unknown kind '{arm.kind}' (known: {', '.join(ARM_KINDS)})")
-    return replace(arm, calls_as=requests_of(arms, arm_name))
-
-
-def requests_of(arms: dict[str, Any], arm_name: str) -> str:
-    """The first configured arm (params order) configured as `arm_name` is, but for `REPLY_ONLY_KEYS`."""
-    def shape(cfg: Any) -> dict[str, Any]:
-        return {k: v for k, v in (cfg or {}).items() if k not in REPLY_ONLY_KEYS}
-
-    mine = shape(arms[arm_name])
-    return next(name for name, cfg in arms.items() if shape(cfg) == mine)
+    return arm
 
 
 def judge_arm(arm: ArmSpec, trajectories: Sequence[Trajectory], *, llm_cfg: dict[str, Any], client: LLMClient | None,
@@ -145,7 +136,7 @@ STORE_FILES = ("llm_calls.jsonl", "llm_calls.blobs.jsonl.gz", "usage_summary.jso
 def share_call_store(out_dir: Path, source: Path) -> list[str]:
     """Make each call-store file of `out_dir` byte-identical to `source`'s a hard link to it (stored once).
 
-    An arm that sends another arm's requests (`ArmSpec.calls_as`: `gcpc_gate` sends `gcpc`'s) writes the
+    An arm that sends another arm's requests (`requests_of`, `ArmSpec.calls_as`: `gcpc_gate` sends `gcpc`'s) writes the
     same bytes; linked to the first arm's file, which DVC has linked to its cache, it is one file on disk.
     (DVC itself links an output file to an existing identical cache object only on `dvc checkout --relink`.)
     Returns the names linked. Writers never append through a link (`gcpc.io.own_file`)."""

@@ -20,6 +20,9 @@ assumptions per response type (`gcpc.llm.tokens.OUTPUT_TOKENS`), not measurement
 * `any_layout_floor_over_sync`: a lower bound on `batch_cached / sync` for any order of the request's
   parts: a whole prompt under `min_cacheable_tokens` is never cached, any other at best is read from
   cache whole, and outputs are never cached. Above a target, no layout reaches it on that corpus.
+  `batch_cached_over_floor` is the layout's cost over that bound; `uncached_after_prefix_tokens` what
+  keeps it above: tokens of cacheable prompts after their shared prefix (a request's own part, which
+  the bound assumes cached although it is sent once), beside the one cache write per shared prefix.
 """
 
 from __future__ import annotations
@@ -131,7 +134,10 @@ def price_arms(arms: dict[str, list[str]], distinct: dict[str, Priced], llm_cfg:
             "requests": len(keys), "input_tokens": tin, "output_tokens": tout,
             "input_tokens_in_prompts_below_min_cacheable": short,
             "distinct_prefixes": len({r.identity for r in rows if r.identity is not None and r.prefix_tokens}),
-            "cache_write_tokens": round(writes), "cache_read_tokens": round(reads), "cost": None}
+            "cache_write_tokens": round(writes), "cache_read_tokens": round(reads),
+            # tokens of cacheable prompts that this layout leaves uncached: each request's own part after the shared
+            # prefix (GCPC: its instructions, reply schema and checklist after the log), the gap to the floor
+            "uncached_after_prefix_tokens": round(tin - short - writes - reads), "cost": None}
         if prices is not None:
             m = 1_000_000
             sync = (tin * prices["input_per_mtok"] + tout * prices["output_per_mtok"]) / m
@@ -144,6 +150,7 @@ def price_arms(arms: dict[str, list[str]], distinct: dict[str, Priced], llm_cfg:
                      + tout * prices["output_per_mtok"]) / m
             entry["cost"] = {"sync": round(sync, 6), "batch": round(sync * keep, 6), "batch_cached": round(cached * keep, 6),
                              "batch_cached_over_sync": round(cached * keep / sync, 4) if sync else None,
-                             "any_layout_floor_over_sync": round(floor * keep / sync, 4) if sync else None}
+                             "any_layout_floor_over_sync": round(floor * keep / sync, 4) if sync else None,
+                             "batch_cached_over_floor": round(cached / floor, 4) if floor else None}
         out[arm] = entry
     return out

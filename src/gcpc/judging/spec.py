@@ -76,10 +76,10 @@ def redact_run_metadata(traj: Trajectory) -> Trajectory:
     if not needles:
         return traj
     pattern = re.compile("|".join(re.escape(n) for n in needles), re.IGNORECASE)
-    # An ASCII text can only match ASCII needles case-insensitively as its ASCII lower case contains one of them
+    # An ASCII text matches ASCII needles case-insensitively exactly when its lower case contains one of them
     # lower-cased (the regex's Unicode case folds, e.g. the Kelvin sign for k, need a non-ASCII character in
-    # the text): that test is a C substring search, the regex scan of every event was a quarter of the judge
-    # stage's own CPU (issue 29). Non-ASCII texts (or needles) take the regex as before; the result is the same.
+    # the text): a C substring search. The regex scan of every event took 2.8 s of a 32 s profile of the judge
+    # stage on Terminal-Bench 1 (issue 29). Non-ASCII texts (or needles) take the regex as before.
     lowered = [n.lower() for n in needles] if all(n.isascii() for n in needles) else None
 
     def mentions(text: str) -> bool:

@@ -5,9 +5,13 @@ names its kind, its prompt template (file or folder) and kind-specific settings.
 
 The stage streams: trajectories are read and judged `CHUNK_TRAJECTORIES` at a time and each chunk's
 judgments are written as they come, so memory does not grow with the corpus (bench/bench_store.py
-measures it). A request shared by chunks (TICK's per-task question generation) is answered from the
-call store after its first chunk, so chunking makes no extra call and changes no output byte. In
-batch mode the whole population is one chunk, so every request still goes into the fewest batches.
+measures it). With several calls in flight (`concurrency` > 1) two chunks are judged at once
+(`OUTSTANDING`): the next chunk's requests are prepared while this one's calls are in flight, and one
+event loop and HTTP client serve the whole stage (`LLMClient`), so no chunk boundary drains the calls.
+A request shared by chunks (TICK's per-task question generation) is answered from the call store
+after its first chunk, or from the call that chunk is still making, so chunking makes no extra call
+and changes no output byte. In batch mode the whole population is one chunk, so every request still
+goes into the fewest batches.
 """
 
 from __future__ import annotations

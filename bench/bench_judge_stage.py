@@ -1,6 +1,6 @@
 """Judge stage throughput against a local fake OpenAI-compatible server with a fixed latency per call.
 
-    python bench/bench_judge_stage.py                               # shared TB1 set, concurrency 8 and 32
+    python bench/bench_judge_stage.py                               # shared TB1 set, concurrency 8 and 32, 0.2 and 1.0 s
     python bench/bench_judge_stage.py --data demo --levels 4 --latency 0.05 --out /tmp/judge_stage.json
 
 Unlike bench_llm_throughput.py (the client alone), this runs the judge stage itself,
@@ -11,9 +11,12 @@ fake server (tests/fakeservers, its own process; every reply schema-valid after 
 runs ingest and synthesis once (heuristic generator), then the judge stage once per concurrency level
 with an empty call store and the shared call cache off (every request is a new call).
 
-Reported per level: calls, wall seconds, the ideal wall (calls x latency / concurrency), the fraction of
-ideal, the share of the run with no call in flight (from the server), the most calls in flight, the
-stage's CPU seconds and peak RSS. Target (issue 29): >= 0.8 of ideal at 8 and 32.
+Reported per level (each concurrency at each latency, `--repeat` times): calls, wall seconds, the ideal
+wall (calls x latency / concurrency), the fraction of ideal, the share of the run with no call in flight
+(from the server), the most calls in flight, the stage's CPU seconds and peak RSS, and the machine's load
+average before and after the level (the fake server and the stage share the machine with whatever else
+runs: CPU ms per call times calls per second must fit in the cores left). Target (issue 29): >= 0.8 of
+ideal at 8 and 32.
 """
 
 from __future__ import annotations
@@ -82,7 +85,9 @@ def measure(work: Path, params: dict, arm: str, url: str, latency: float, concur
     return {"concurrency": concurrency, "calls": calls, "wall_s": round(child["wall_s"], 2), "ideal_wall_s": round(ideal, 2),
             "fraction_of_ideal": round(ideal / child["wall_s"], 3) if child["wall_s"] else None,
             "idle_share_of_wall": round(1 - (counters.get("busy_s") or 0.0) / child["wall_s"], 3) if child["wall_s"] else None,
-            "first_to_last_call_s": span, "max_inflight": counters.get("max_inflight"),
+            "first_to_last_call_s": span,
+            "fraction_of_ideal_first_to_last_call": round(ideal / span, 3) if span else None,
+            "max_inflight": counters.get("max_inflight"),
             "stage_cpu_s": child["cpu_s"], "cpu_ms_per_call": round(1000 * child["cpu_s"] / calls, 2) if calls else None,
             "peak_rss_bytes": child["peak_rss_bytes"], "meets_target": calls > 0 and ideal / child["wall_s"] >= TARGET_FRACTION}
 
@@ -92,29 +97,40 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", default="terminal-bench-1", help="conf/data config (default: the shared TB1 set)")
     parser.add_argument("--arm", default="gcpc")
     parser.add_argument("--levels", type=int, nargs="+", default=[8, 32], help="judge.concurrency values")
-    parser.add_argument("--latency", type=float, default=0.2, help="seconds per call at the fake server")
+    parser.add_argument("--latency", type=float, nargs="+", default=[0.2, 1.0], help="seconds per call at the fake server")
+    parser.add_argument("--repeat", type=int, default=1, help="measurements per level (load varies; each is reported)")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "judge_stage.json")
     args = parser.parse_args(argv)
     env = dict(os.environ, GCPC_CACHE_DIR="off", PYTHONPATH=str(REPO / "src"))
     load_before = [round(x, 2) for x in os.getloadavg()]
     with tempfile.TemporaryDirectory(prefix="gcpc-judge-stage-") as tmp:
         work = Path(tmp)
+        # bytecode cached (in the temporary folder) as in an ordinary installation: with PYTHONDONTWRITEBYTECODE
+        # set, every stage process would compile the OpenAI SDK's sources again (~2 s of CPU before the first call)
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
         params = prepare(work, args.data, env)
+        run_child([sys.executable, "-c", "import gcpc.judging.stage, gcpc.llm.providers.openai_provider"], work, env)
         levels = []
-        for c in args.levels:
-            server, url = _start("openai", args.latency)
-            try:
-                row = measure(work, params, args.arm, url, args.latency, c, env, server)
-            finally:
-                if server.poll() is None:
-                    server.kill()
-            levels.append(row)
-            print(f"concurrency {c:3d}: {row['calls']} calls in {row['wall_s']} s = {row['fraction_of_ideal']} of ideal "
-                  f"(idle {row['idle_share_of_wall']}, max in flight {row['max_inflight']}, "
-                  f"{row['cpu_ms_per_call']} ms CPU per call)", flush=True)
+        for latency in args.latency:
+            for c in args.levels:
+                for _ in range(args.repeat):
+                    load = [round(x, 2) for x in os.getloadavg()]
+                    server, url = _start("openai", latency)
+                    try:
+                        row = measure(work, params, args.arm, url, latency, c, env, server)
+                    finally:
+                        if server.poll() is None:
+                            server.kill()
+                    row = {"latency_s": latency, **row, "load_average_before": load,
+                           "load_average_after": [round(x, 2) for x in os.getloadavg()]}
+                    levels.append(row)
+                    print(f"latency {latency:g} s, concurrency {c:3d}: {row['calls']} calls in {row['wall_s']} s = "
+                          f"{row['fraction_of_ideal']} of ideal (idle {row['idle_share_of_wall']}, max in flight "
+                          f"{row['max_inflight']}, {row['cpu_ms_per_call']} ms CPU per call, load {load[0]})", flush=True)
     result = {"benchmark": "judge stage vs a local fake OpenAI-compatible server with fixed latency",
               "command": "python bench/bench_judge_stage.py" + "".join(f" {a}" for a in (argv if argv is not None else sys.argv[1:])),
-              "data": args.data, "arm": args.arm, "latency_s": args.latency, "target_fraction_of_ideal": TARGET_FRACTION,
+              "data": args.data, "arm": args.arm, "latencies_s": args.latency, "target_fraction_of_ideal": TARGET_FRACTION,
               "levels": levels, "meets_target": all(r["meets_target"] for r in levels),
               "load_average_before": load_before, "load_average_after": [round(x, 2) for x in os.getloadavg()],
               "machine": {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count()}}

@@ -38,3 +38,18 @@ def test_claude_code_init_event_does_not_reveal_the_skill_condition(tmp_path):
                                "model": "claude-x@1", "skills": ["secret-skill"]}) + "\n")
     events = parse_log(log)
     assert events and "secret-skill" not in events[0].text and "claude-x" not in events[0].text
+
+
+def test_the_ascii_pre_check_redacts_what_the_regex_alone_would():
+    """redact_run_metadata skips the regex for ASCII texts without a needle (issue 29): same events either way,
+    including case variants and the non-ASCII characters Python's case-insensitive regex folds onto ASCII."""
+    import re
+
+    texts = ["plain output", "MINI-SWE-AGENT started", "using Claude-Sonnet-4-20250514 now", "claude-sonnet-4@20250514",
+             "mini-\u017fwe-agent (long s)", "\u0130 mini-swe-agent", "n\u00e4chste: mini-swe-agent",
+             "mini\u2011swe\u2011agent (non-breaking hyphens)", "", "anthropic/claude-sonnet-4-20250514/x"]
+    t = traj(texts)
+    needles = ["anthropic/claude-sonnet-4-20250514", "claude-sonnet-4-20250514", "mini-swe-agent"]
+    pattern = re.compile("|".join(re.escape(n) for n in needles), re.IGNORECASE)
+    assert [e.text for e in redact_run_metadata(t).events] == [pattern.sub(REDACTED, x) for x in texts]
+    assert redact_run_metadata(t).events[4].text == REDACTED + " (long s)"  # the regex folds it onto s: kept

@@ -26,6 +26,7 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -55,17 +56,23 @@ _SHARED_JSON: OrderedDict[int, list[Any]] = OrderedDict()
 SHARED_JSON_HELD = 64
 
 
+_SHARED_JSON_LOCK = threading.Lock()
+"""The judge stage builds requests on two threads and records them on a third (issue 29): the lookup, the
+insertion and the eviction happen as one step, so an entry is never evicted between finding and moving it."""
+
+
 def _shared_entry(obj: Any) -> list[Any]:
     """[obj, its JSON-mode value or None, its canonical JSON or None], for one of the last SHARED_JSON_HELD
     values. Each entry holds its object, so the id it is found by is not reused while it is there."""
-    entry = _SHARED_JSON.get(id(obj))
-    if entry is None or entry[0] is not obj:
-        entry = [obj, None, None]
-        _SHARED_JSON[id(obj)] = entry
-        while len(_SHARED_JSON) > SHARED_JSON_HELD:
-            _SHARED_JSON.popitem(last=False)
-    _SHARED_JSON.move_to_end(id(obj))
-    return entry
+    with _SHARED_JSON_LOCK:
+        entry = _SHARED_JSON.get(id(obj))
+        if entry is None or entry[0] is not obj:
+            entry = [obj, None, None]
+            _SHARED_JSON[id(obj)] = entry
+            while len(_SHARED_JSON) > SHARED_JSON_HELD:
+                _SHARED_JSON.popitem(last=False)
+        _SHARED_JSON.move_to_end(id(obj))
+        return entry
 
 
 def jsonable_shared(obj: Any) -> Any:

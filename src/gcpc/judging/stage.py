@@ -5,15 +5,21 @@ names its kind, its prompt template (file or folder) and kind-specific settings.
 
 The stage streams: trajectories are read and judged `CHUNK_TRAJECTORIES` at a time and each chunk's
 judgments are written as they come, so memory does not grow with the corpus (bench/bench_store.py
-measures it). A request shared by chunks (TICK's per-task question generation) is answered from the
-call store after its first chunk, so chunking makes no extra call and changes no output byte. In
-batch mode the whole population is one chunk, so every request still goes into the fewest batches.
+measures it). With several calls in flight (`concurrency` > 1) two chunks are judged at once
+(`OUTSTANDING`): the next chunk's requests are prepared while this one's calls are in flight, and one
+event loop and HTTP client serve the whole stage (`LLMClient`), so no chunk boundary drains the calls.
+A request shared by chunks (TICK's per-task question generation) is answered from the call store
+after its first chunk, or from the call that chunk is still making, so chunking makes no extra call
+and changes no output byte. In batch mode the whole population is one chunk, so every request still
+goes into the fewest batches.
 """
 
 from __future__ import annotations
 
 import sys
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -77,9 +83,17 @@ CHUNK_TRAJECTORIES = 200
 CHUNK_BYTES = 8_000_000
 """A chunk is at most CHUNK_TRAJECTORIES trajectories and ends once its lines in trajectories.jsonl reach
 CHUNK_BYTES (a few large logs make a chunk alone), so a stage holds a bounded slice of its input (sync and
-concurrent modes; batch mode takes them all at once, so requests go into the fewest batches). Each chunk
-boundary drains the calls in flight, so chunks are as large as memory allows: 8 MB of lines (was 2 MB:
-24 chunks of ~44 trajectories on Terminal-Bench 1 left 32 concurrent slots mostly idle; issue 29)."""
+concurrent modes; batch mode takes them all at once, so requests go into the fewest batches). In sync mode
+with one call at a time each chunk is judged after the last."""
+OUTSTANDING = 2
+"""Concurrent mode: chunks being judged at once. While chunk k's calls are in flight, chunk k+1's requests are
+prepared (rendered, fitted, keyed) on a second thread and submitted to the same client, whose semaphore keeps
+`concurrency` calls in flight over both, so a chunk boundary no longer drains the calls (issue 29). The bound on
+memory: at most OUTSTANDING chunks of trajectories are held at once (the next is read only after the oldest is
+written), each at most CHUNK_BYTES of lines."""
+CHUNKS_PER_CONCURRENCY = 4
+"""Concurrent mode: a chunk is at most this many trajectories per concurrent call (and CHUNK_TRAJECTORIES, and
+CHUNK_BYTES), so the first calls start after a few dozen requests are prepared, not after 200."""
 
 
 @dataclass(frozen=True)
@@ -120,6 +134,8 @@ def judge_stage(params: dict[str, Any], arm_name: str, ingest_dir: Path, synth_d
     else:
         with llm_session(llm_cfg, out_dir / "llm_calls.jsonl", progress=progress) as client:
             size = chunk or (sys.maxsize if client.mode == "batch" else CHUNK_TRAJECTORIES)
+            if not chunk and client.concurrent:
+                size = min(size, max(32, CHUNKS_PER_CONCURRENCY * client.concurrency))
             # (`chunk` given: that many trajectories a chunk, whatever their size)
             max_bytes = None if chunk or client.mode == "batch" else CHUNK_BYTES
             _judge_to_file(arm, trajectories, out_dir / "judgments.jsonl", budget, size, max_bytes, llm_cfg=llm_cfg,
@@ -204,19 +220,46 @@ def trajectory_chunks(path: Path, size: int, max_bytes: int | None) -> Iterator[
 
 def _judge_to_file(arm: ArmSpec, trajectories: Path, path: Path, budget: _Budget, chunk: int, max_bytes: int | None,
                    **kw: Any) -> None:
-    """Judge chunk by chunk, appending each chunk's judgments (sorted by trajectory id, as the whole file is)."""
+    """Judge chunk by chunk, appending each chunk's judgments (sorted by trajectory id, as the whole file is).
+
+    With a concurrent client, up to OUTSTANDING chunks are judged at once on worker threads; their
+    judgments are still written in chunk order, so the file is the same bytes as one chunk after another."""
+    client: LLMClient | None = kw.get("client")
+    depth = OUTSTANDING if client is not None and client.concurrent else 1
     last: str | None = None
     ordered = True
+
+    def write(judgments: list[Judgment]) -> None:
+        nonlocal last, ordered
+        budget.add(judgments)
+        if judgments and last is not None and judgments[0].trajectory_id < last:
+            ordered = False  # input not sorted by trajectory id: sorted below, as one whole list would be
+        if judgments:
+            last = judgments[-1].trajectory_id
+        write_jsonl_lines(fh, judgments)
+
     with atomic_path(path) as tmp:
         with tmp.open("w", encoding="utf-8", newline="\n") as fh:
-            for part in trajectory_chunks(trajectories, chunk, max_bytes):
-                judgments = judge_arm(arm, part, **kw)
-                budget.add(judgments)
-                if judgments and last is not None and judgments[0].trajectory_id < last:
-                    ordered = False  # input not sorted by trajectory id: sorted below, as one whole list would be
-                if judgments:
-                    last = judgments[-1].trajectory_id
-                write_jsonl_lines(fh, judgments)
+            if depth == 1:
+                for part in trajectory_chunks(trajectories, chunk, max_bytes):
+                    write(judge_arm(arm, part, **kw))
+            else:
+                # leaving the `with` waits for every chunk started: a failure in chunk k raises only once chunk
+                # k+1's calls in flight are recorded (the client starts no new call after a transport failure)
+                assert client is not None
+                with ThreadPoolExecutor(max_workers=depth, thread_name_prefix="gcpc-judge") as pool:
+                    running: deque[Future[list[Judgment]]] = deque()
+                    try:
+                        for part in trajectory_chunks(trajectories, chunk, max_bytes):
+                            running.append(pool.submit(judge_arm, arm, part, **kw))
+                            del part  # the chunk's trajectories are held by its task only
+                            if len(running) >= depth:
+                                write(running.popleft().result())
+                        while running:
+                            write(running.popleft().result())
+                    except BaseException as exc:  # a failed chunk, a bad record, Ctrl-C: the other chunk starts no new call
+                        client.halt(f"judge stage stopped: {type(exc).__name__}: {exc}")
+                        raise
         if not ordered:
             write_jsonl(tmp, sorted(read_models(tmp, Judgment), key=lambda j: j.trajectory_id))
 

@@ -20,6 +20,7 @@ and on the judgment. Event indices never change, so what a judge cites still poi
 from __future__ import annotations
 
 import copy
+import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -151,11 +152,16 @@ RECENT_CUTS = 512
 it is found by cannot be reused while it is there."""
 
 
+_RECENT_CUTS_LOCK = threading.Lock()  # the judge stage prepares two chunks at once, on two threads
+
+
 def _remember_cuts(events: Sequence[Event], view: ViewSettings | int, cuts: dict[str, Any]) -> None:
-    _RECENT_CUTS[id(events)] = (events, view, copy.deepcopy(cuts))
-    _RECENT_CUTS.move_to_end(id(events))
-    while len(_RECENT_CUTS) > RECENT_CUTS:
-        _RECENT_CUTS.popitem(last=False)
+    held = (events, view, copy.deepcopy(cuts))
+    with _RECENT_CUTS_LOCK:
+        _RECENT_CUTS[id(events)] = held
+        _RECENT_CUTS.move_to_end(id(events))
+        while len(_RECENT_CUTS) > RECENT_CUTS:
+            _RECENT_CUTS.popitem(last=False)
 
 
 def input_cuts(events: Sequence[Event], view: ViewSettings | int) -> dict[str, Any]:

@@ -95,11 +95,13 @@ def llm_session(cfg: dict[str, Any], store_path: str | Path, *, progress: bool =
                 repeat: int | None = None) -> Iterator[LLMClient]:
     """A client for one stage run. On success the call store is compacted to the requests this run
     used and `usage_summary.json` is written beside it; on failure the store keeps every finished
-    call so a re-run resumes. The store is closed either way. `repeat` (a repeated judging pass's
+    call so a re-run resumes. The client is held open for the session (its event loop and the
+    provider's async HTTP client live across `run` calls) and closed first; the store is closed either way. `repeat` (a repeated judging pass's
     number) makes every request of the run a new one (`LLMRequest.repeat`)."""
     client = make_client(cfg, store_path, progress=progress, repeat=repeat)
     try:
-        yield client
+        with client:  # one event loop and one async HTTP client for the whole stage, closed before the store
+            yield client
         client.store.compact(client.used_keys)
     finally:
         client.store.close()

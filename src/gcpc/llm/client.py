@@ -6,7 +6,13 @@ Three ways to get answers, one record format:
   e.g. the heuristic): one request after another, in input order;
 * concurrent (`run` with `concurrency: N` on a provider with `acomplete`): an asyncio worker
   pool keeps N calls in flight; records are appended as answers arrive (the event loop is the
-  only writer) and `run` returns results in input order regardless of completion order;
+  only writer) and `run` returns results in input order regardless of completion order. The
+  event loop is the client's own, on a background thread (`_LoopThread`), and so is the
+  provider's async HTTP client: while the client is held open (`with client:`, which
+  `llm_session` does) both live across `run` calls, so a stage judging in chunks keeps its
+  connections, and `run` may be called from two threads at once (the judge stage prepares
+  chunk k+1 while chunk k is in flight): one semaphore caps the calls in flight for all of
+  them together, and a request two overlapping runs both need is asked once;
 * batch (`mode: batch`): pending requests go to the provider's Batch API with the request key
   as `custom_id`; submitted batch ids are kept in `<calls>.batches.json` next to the call store,
   so a restarted run polls and collects them instead of submitting again.
@@ -117,26 +123,46 @@ def _refused_in_batch(error: str | None) -> bool:
     return bool(error) and re.search(r"\(status (400|413|422)\)|invalid_request", error or "") is not None
 
 
-def _run_coro(coro: Coroutine[Any, Any, T]) -> T:
-    """asyncio.run, also from inside a running loop (e.g. a notebook): then on a helper thread."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    box: dict[str, Any] = {}
+class _LoopThread:
+    """An event loop running on its own daemon thread, for the client's concurrent calls.
 
-    def target() -> None:
+    One loop for many `run` calls (not `asyncio.run` per call): the provider's async HTTP client and its
+    connections are bound to a loop, so a persistent loop is what lets a stage reuse them chunk after chunk.
+    `run` may be called from any thread but the loop's own (also from inside another running loop, e.g. a
+    notebook: the caller waits, as it did for a helper thread)."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self._main, name="gcpc-llm-loop", daemon=True)
+        self.thread.start()
+
+    def _main(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
         try:
-            box["value"] = asyncio.run(coro)
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-            box["error"] = exc
+            return future.result()
+        except BaseException:
+            future.cancel()  # e.g. KeyboardInterrupt in the caller: the calls it started stop too
+            raise
 
-    thread = threading.Thread(target=target, name="gcpc-llm")
-    thread.start()
-    thread.join()
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
+    def close(self, last: Coroutine[Any, Any, Any] | None = None) -> None:
+        """Run `last` (closing what lives on the loop), cancel anything left, stop the thread, close the loop."""
+        try:
+            if last is not None:
+                self.run(last)
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join()
+            left = asyncio.all_tasks(self.loop)
+            for task in left:
+                task.cancel()
+            if left:
+                self.loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
+            self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+            self.loop.close()
 
 
 class LLMClient:
@@ -183,6 +209,19 @@ class LLMClient:
         self.calls_made = 0
         self._failures: dict[str, ProviderError] = {}
         self.sleep: Callable[[float], Any] = time.sleep
+        # concurrent mode: the loop thread (started by the first concurrent run), how many `with client:` hold
+        # it open, the semaphore capping calls in flight over every run, requests being asked (key -> future of
+        # their result, so overlapping runs ask a shared request once), runs active, and the first transport
+        # failure, which stops every active run from starting new requests
+        self._loop: _LoopThread | None = None
+        self._loop_lock = threading.Lock()
+        self._held = 0
+        self._slots: asyncio.Semaphore | None = None
+        self._inflight: dict[str, asyncio.Future[CallResult | None]] = {}
+        self._active = 0
+        self._loop_runs = 0
+        self._halt: BaseException | None = None
+        self._stopped: ProviderError | None = None
 
     # ---- bookkeeping ------------------------------------------------------------------------
     def _history(self, key: str) -> tuple[int, int, str | None]:
@@ -302,7 +341,9 @@ class LLMClient:
     async def _aattempt(self, request: LLMRequest, key: str, output_type: type[BaseModel], check: Check | None, attempt: int) -> CallRecord:
         self.calls_made += 1
         try:
-            raw = await self.provider.acomplete(request)  # type: ignore[attr-defined]
+            assert self._slots is not None  # made by _arun on this loop
+            async with self._slots:  # the only place a call is in flight: `concurrency` across overlapping runs
+                raw = await self.provider.acomplete(request)  # type: ignore[attr-defined]
         except ReplayMiss:
             raise
         except RequestRefused as exc:
@@ -397,6 +438,12 @@ class LLMClient:
         requests = [self._stamp(r) for r in requests]
         keys = [r.key for r in requests]
         self.used_keys.update(keys)
+        if self._stopped is not None and requests:
+            raise self._stopped
+        if self.concurrent:
+            # what is known, what is pending and every call are decided on the loop thread (the only store writer)
+            done = self._on_loop(self._arun(requests, keys, output_type, check, desc))
+            return [done[k] for k in keys]
         results: dict[str, CallResult] = {}
         pending: dict[str, LLMRequest] = {}
         for request, key in zip(requests, keys, strict=True):
@@ -414,8 +461,6 @@ class LLMClient:
                 pass
             elif self.mode == "batch":
                 results.update(self._run_batch(pending, output_type, check, bar))
-            elif self.concurrency > 1 and hasattr(self.provider, "acomplete"):
-                results.update(_run_coro(self._run_concurrent(pending, output_type, check, bar)))
             else:
                 deferred = []  # claimed by another worker: the other requests first, then wait for its answers
                 for key, request in pending.items():
@@ -454,6 +499,125 @@ class LLMClient:
         finally:
             self._release(key)
 
+    @property
+    def concurrent(self) -> bool:
+        """Sync mode with several calls in flight (the provider answers asynchronously): `run` may overlap."""
+        return self.mode == "sync" and self.concurrency > 1 and hasattr(self.provider, "acomplete")
+
+    def __enter__(self) -> LLMClient:
+        """Hold the event loop and the provider's async client open across `run` calls until `__exit__`
+        (without it each concurrent `run` starts them and closes them when it ends)."""
+        with self._loop_lock:
+            self._held += 1
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with self._loop_lock:
+            self._held -= 1
+            if self._held <= 0:
+                self._stopped = None
+        self._release_loop()
+
+    def close(self) -> None:
+        """Close the loop thread and the provider's async client now (they restart if `run` is called again)."""
+        with self._loop_lock:
+            loop, self._loop = self._loop, None
+        self._close(loop)
+
+    def _close(self, loop: _LoopThread | None) -> None:
+        if loop is None:
+            return
+        aclose = getattr(self.provider, "aclose", None)
+        try:
+            loop.close(aclose() if aclose is not None else None)
+        finally:
+            self._slots, self._inflight, self._halt = None, {}, None  # a semaphore is bound to its loop
+
+    def _release_loop(self) -> None:
+        """Close the loop once no run is on it and nobody holds it open."""
+        with self._loop_lock:
+            loop = None
+            if self._held <= 0 and self._active == 0:
+                loop, self._loop = self._loop, None
+        self._close(loop)
+
+    def halt(self, why: str) -> None:
+        """From any thread: no run of this client starts a new call until the client is released (`__exit__` of
+        its last holder); calls in flight finish and are recorded, and each run with requests left raises a
+        ProviderError saying `why` (a concurrent run at once, a serial or batch run before its first request)."""
+        self._stopped = ProviderError(why)
+
+    def _on_loop(self, coro: Coroutine[Any, Any, T]) -> T:
+        with self._loop_lock:
+            if self._loop is None:
+                self._loop = _LoopThread()
+            loop = self._loop
+            self._active += 1
+        try:
+            return loop.run(coro)
+        finally:
+            with self._loop_lock:
+                self._active -= 1
+            self._release_loop()
+
+    async def _arun(self, requests: Sequence[LLMRequest], keys: list[str], output_type: type[BaseModel], check: Check | None,
+                    desc: str) -> dict[str, CallResult]:
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(self.concurrency)
+        if self._loop_runs == 0:
+            self._halt = None  # no other run is active: an earlier run's failure was raised there
+        self._loop_runs += 1
+        try:
+            return await self._arun_pending(requests, keys, output_type, check, desc)
+        finally:
+            self._loop_runs -= 1
+
+    async def _arun_pending(self, requests: Sequence[LLMRequest], keys: list[str], output_type: type[BaseModel],
+                            check: Check | None, desc: str) -> dict[str, CallResult]:
+        results: dict[str, CallResult] = {}
+        pending: dict[str, LLMRequest] = {}
+        for request, key in zip(requests, keys, strict=True):
+            if key in results or key in pending:
+                continue
+            known = self._known(key) if key not in self._inflight else None
+            if known is not None:
+                results[key] = known
+            else:
+                pending[key] = request
+        with tqdm(total=len(results) + len(pending), initial=len(results), desc=desc, disable=not self.progress,
+                  file=sys.stderr, leave=False, dynamic_ncols=True) as bar:
+            if pending:
+                results.update(await self._run_concurrent(pending, output_type, check, bar))
+        return results
+
+    async def _ashared(self, key: str, request: LLMRequest, output_type: type[BaseModel], check: Check | None,
+                       wait: bool) -> CallResult | None:
+        """`_aone`, once per request however many overlapping runs need it (TICK's question generation is
+        shared by chunks): a run that finds it being asked waits for that answer."""
+        while key in self._inflight:
+            shared = await asyncio.shield(self._inflight[key])
+            if shared is not None:
+                return shared
+        known = self._known(key)  # answered meanwhile by another run (or used up its attempts there)
+        if known is not None:
+            return known
+        mine: asyncio.Future[CallResult | None] = asyncio.get_running_loop().create_future()
+        self._inflight[key] = mine
+        try:
+            result = await self._aone(key, request, output_type, check, wait)
+        except asyncio.CancelledError:
+            mine.cancel()
+            raise
+        except BaseException as exc:
+            mine.set_exception(exc)
+            mine.exception()  # marked retrieved: a waiter re-raises it, and none may be waiting
+            raise
+        finally:
+            if self._inflight.get(key) is mine:
+                del self._inflight[key]
+        mine.set_result(result)  # None: claimed by another worker; a waiter then takes its own turn
+        return result
+
     async def _run_concurrent(self, pending: dict[str, LLMRequest], output_type: type[BaseModel], check: Check | None,
                               bar: tqdm) -> dict[str, CallResult]:
         queue = deque(pending.items())
@@ -461,14 +625,16 @@ class LLMClient:
         errors: list[ProviderError] = []
 
         async def worker() -> None:
-            # On the first transport failure no new request starts; calls already in flight finish
-            # and are recorded, so nothing paid for is lost. Then the run stops with that error.
-            while queue and not errors:
+            # On the first transport failure (in this run or in one overlapping it) no new request starts; calls
+            # already in flight finish and are recorded, so nothing paid for is lost. Then the run stops with it.
+            while queue and not errors and self._halt is None and self._stopped is None:
                 key, request = queue.popleft()
                 try:
-                    result = await self._aone(key, request, output_type, check, wait=not queue)
+                    result = await self._ashared(key, request, output_type, check, wait=not queue)
                 except ProviderError as exc:
                     errors.append(exc)
+                    if self._halt is None:
+                        self._halt = exc
                     bar.update(1)
                     continue
                 if result is None:  # another worker is asking: the other requests first, then its answer
@@ -478,14 +644,18 @@ class LLMClient:
                 results[key] = result
                 bar.update(1)
 
+        workers = [asyncio.ensure_future(worker()) for _ in range(min(self.concurrency, len(queue)))]
         try:
-            await asyncio.gather(*(worker() for _ in range(min(self.concurrency, len(queue)))))
-        finally:
-            aclose = getattr(self.provider, "aclose", None)
-            if aclose is not None:
-                await aclose()
+            await asyncio.gather(*workers)
+        except BaseException:
+            for w in workers:  # an unexpected error (a replay miss): the other workers stop with it, as asyncio.run did
+                w.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+            raise
         if errors:
             raise errors[0]
+        if len(results) < len(pending):
+            raise self._halt or self._stopped or ProviderError("concurrent run ended with requests unanswered")
         return results
 
     # ---- batch ------------------------------------------------------------------------------

@@ -167,8 +167,12 @@ class OpenAIProvider(RemoteProvider):
 
     def _prepare(self, request: LLMRequest) -> tuple[dict[str, Any], dict[str, Any]]:
         """(keyword arguments `create` knows, extra_body). `response_format` travels in `extra_body`,
-        already in wire form, so the SDK sends it as built here."""
+        already in wire form, so the SDK sends it as built here. So do the messages (plain role/content
+        strings, which the SDK's transform would return unchanged after walking every one of them with its
+        type hints, ~0.7 ms a call; issue 29): `create` gets an empty list, and the SDK's merge of
+        `extra_body` puts them back in the same place of the same JSON body."""
         known, extra = split_known(self.payload(request), _KNOWN_CREATE)
+        extra["messages"], known["messages"] = known["messages"], []
         fmt = self.response_format(request)
         if fmt is not None:
             extra["response_format"] = fmt

@@ -68,7 +68,8 @@ def stop_server(proc: subprocess.Popen[str]) -> dict:
 
 def measure(provider: str, url: str, latency: float, concurrency: int, n: int, workdir: Path) -> dict:
     cfg = {"provider": provider, "model": "bench-model", "max_tokens": 1024, "temperature": 0.0, "concurrency": concurrency,
-           "timeout_s": 60, "base_url": url if provider == "anthropic" else url + "/v1", "retry": {"max_retries": 0}}
+           "timeout_s": 60, "base_url": url if provider == "anthropic" else url + "/v1", "retry": {"max_retries": 0},
+           "cache_dir": str(workdir / "shared-cache")}  # on, as for paid providers, but this run's own: a rerun asks afresh
     client = make_client(cfg, workdir / f"{provider}-{concurrency}.jsonl", progress=False)
     client.run(requests(provider, "bench-model", f"warm{concurrency}", min(concurrency, 32)), ChecklistJudgment)  # connections, imports
     batch = requests(provider, "bench-model", f"c{concurrency}", n)
@@ -79,7 +80,7 @@ def measure(provider: str, url: str, latency: float, concurrency: int, n: int, w
     if not all(r.ok and not r.cached for r in results):
         raise RuntimeError(f"{provider} c={concurrency}: not every request was answered fresh and valid")
     ideal = concurrency / latency
-    return {"concurrency": concurrency, "requests": n, "wall_s": round(wall, 3), "calls_per_s": round(n / wall, 2),
+    return {"load_average": [round(x, 2) for x in os.getloadavg()], "concurrency": concurrency, "requests": n, "wall_s": round(wall, 3), "calls_per_s": round(n / wall, 2),
             "ideal_calls_per_s": round(ideal, 2), "fraction_of_ideal": round(n / wall / ideal, 3)}
 
 
@@ -100,7 +101,7 @@ def main() -> None:
               "latency_s": args.latency, "target": {"concurrency": TARGET_CONCURRENCY, "min_fraction_of_ideal": TARGET_FRACTION},
               "environment": {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count(),
                               "anthropic": anthropic.__version__, "openai": openai.__version__},
-              "providers": {}}
+              "providers": {}, "load_average_before": [round(x, 2) for x in os.getloadavg()]}
     with tempfile.TemporaryDirectory() as tmp:
         for provider in args.providers:
             proc, url = start_server(provider, args.latency, args.workers)
@@ -117,6 +118,7 @@ def main() -> None:
             report["providers"][provider] = {
                 "levels": levels, "server_counters": counters,
                 "target_met": None if at_target is None else at_target["fraction_of_ideal"] >= TARGET_FRACTION}
+    report["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     print(f"-> {args.out}")

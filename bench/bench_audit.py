@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import platform
+import random
 import statistics
 import sys
 import tempfile
@@ -52,9 +53,13 @@ def main() -> int:
         p = work / "data/processed"
         inp = read_inputs(params, ingest_dir=p / "ingest", synth_dir=p / "synthesize", judge_root=p / "judge",
                           finalize_dir=p / "finalize")
-        filler = "\n".join(f"line {k:04d} " + "x" * 60 for k in range(56))
-        n = max(2, int(ns.mb * 1_000_000 / (len(filler) + 20)) + 2)
-        events = [Event(index=i, kind=EventKind.TOOL_OUTPUT, tool="Bash", text=f"{filler}\nmarker-{i}-end",
+        rng = random.Random(0)  # text that does not compress away: pages embed their data gzipped
+
+        def filler() -> str:
+            return "\n".join(f"line {k:04d} " + "".join(rng.choice("0123456789abcdef") for _ in range(60)) for k in range(56))
+
+        n = max(2, int(ns.mb * 1_000_000 / (len(filler()) + 20)) + 2)
+        events = [Event(index=i, kind=EventKind.TOOL_OUTPUT, tool="Bash", text=f"{filler()}\nmarker-{i}-end",
                         source=SourceRef(path="big.log", line=i + 1)) for i in range(n)]
         base = inp.trajectories[0]
         big = base.model_copy(update={"trajectory_id": base.trajectory_id + "-big", "events": events})
@@ -97,7 +102,7 @@ def main() -> int:
             "targets": {"open_s": TARGET_OPEN_S, "jump_s": TARGET_JUMP_S},
             "meets_targets": statistics.median(opens) < TARGET_OPEN_S and statistics.median(jumps) < TARGET_JUMP_S,
             "machine": {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count(),
-                        "chromium": chromium_path()},
+                        "chromium": chromium_path(), "load_average": [round(x, 2) for x in os.getloadavg()]},
             "repeat": ns.repeat,
         }
     ns.out.parent.mkdir(parents=True, exist_ok=True)

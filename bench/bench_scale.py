@@ -400,46 +400,72 @@ def _loadavg() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()]
 
 
+STATE = "bench_state.json"
+"""In the --keep folder: the corpus built and every stage measured so far, written after each step, so an
+interrupted run (a stage failed, the machine went away) resumes with --resume where it stopped."""
+
+
 def run(n: int, seed: int, keep: Path | None = None, quiet: bool = False, judge: str = "instant",
-        only: list[str] | None = None) -> dict[str, Any]:
+        only: list[str] | None = None, resume: bool = False) -> dict[str, Any]:
     from gcpc.paths import pipeline_yaml
 
     dvc = pipeline_yaml(ROOT)  # dvc.yaml and pipelines/*/dvc.yaml
     tmp = None
+    state: dict[str, Any] | None = None
     if keep is None:
         tmp = tempfile.TemporaryDirectory(prefix="gcpc-scale-")
         work = Path(tmp.name)
     else:
         work = keep
-        if work.exists():
-            shutil.rmtree(work)
-        work.mkdir(parents=True)
+        if resume and (work / STATE).exists():
+            state = json.loads((work / STATE).read_text(encoding="utf-8"))
+            if state["n"] != n or state["seed"] != seed or state["judge"] != judge:
+                raise SystemExit(f"--resume: {work / STATE} is a run with n={state['n']}, seed={state['seed']}, "
+                                 f"judge={state['judge']}, not this one")
+        else:
+            if work.exists():
+                shutil.rmtree(work)
+            work.mkdir(parents=True)
     try:
-        shutil.copytree(ROOT / "prompts", work / "prompts")
-        load_before = _loadavg()
-        empirical = shared_log_sizes()
-        t0 = time.perf_counter()
-        corpus = write_corpus(n, seed, work / "data" / "bench", empirical)
-        corpus["build_s"] = round(time.perf_counter() - t0, 2)
-        corpus["size_distribution"] = (f"resampled from the {len(empirical)} agent logs in ../shared/data" if empirical else
-                                       "fixed quantile table FALLBACK_QUANTILES (shared data absent)")
+        for folder in ("prompts", "conf"):  # stages read prompts/ and (the estimate) conf/llm/
+            shutil.rmtree(work / folder, ignore_errors=True)
+            shutil.copytree(ROOT / folder, work / folder)
+        if state is None:
+            load_before = _loadavg()
+            empirical = shared_log_sizes()
+            t0 = time.perf_counter()
+            corpus = write_corpus(n, seed, work / "data" / "bench", empirical)
+            corpus["build_s"] = round(time.perf_counter() - t0, 2)
+            corpus["size_distribution"] = (f"resampled from the {len(empirical)} agent logs in ../shared/data" if empirical
+                                           else "fixed quantile table FALLBACK_QUANTILES (shared data absent)")
+            stages: dict[str, Any] = {}
+            (work / "logs").mkdir()
+        else:
+            load_before, corpus, stages = state["loadavg_before"], state["corpus"], state["stages"]
         params = bench_params("data/bench", judge)
         (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
         arms = list(params["arm"])
-        stages: dict[str, Any] = {}
-        (work / "logs").mkdir()
+
+        def save() -> None:
+            if keep is not None:
+                (work / STATE).write_text(json.dumps({"n": n, "seed": seed, "judge": judge, "loadavg_before": load_before,
+                                                      "corpus": corpus, "stages": stages}, indent=1), encoding="utf-8")
+
+        save()
         planned = pipeline_stages(dvc, arms)
         unknown = sorted(set(only or ()) - {name for name, _, _ in planned})
         if unknown:
             raise SystemExit(f"--stages: no such stage: {', '.join(unknown)}")
         for name, argv, outs in planned:
-            if only is not None and name not in only:
+            if (only is not None and name not in only) or name in stages:  # resumed: measured already
                 continue
             res = run_stage(argv, work, work / "logs" / f"{name.replace('@', '_')}.log")
             res["output_bytes"] = sum(_bytes(work / o) for o in outs)
             res["output_bytes_per_trajectory"] = round(res["output_bytes"] / max(n, 1), 1)
             res["loadavg_after"] = _loadavg()
             stages[name] = res
+            if res["rc"] == 0:
+                save()
             if not quiet:
                 print(f"{name:24s} {res['wall_s']:8.1f} s  peak {res['peak_tree_rss_sampled_bytes'] / 2**20:8.0f} MiB  "
                       f"out {res['output_bytes'] / 2**20:9.1f} MiB  load {res['loadavg_after']}", flush=True)
@@ -459,7 +485,8 @@ def run(n: int, seed: int, keep: Path | None = None, quiet: bool = False, judge:
     return {
         "benchmark": "whole pipeline on a synthetic corpus at the paper's scale",
         "command": f"python bench/bench_scale.py --n {n}" + (f" --seed {seed}" if seed else "") + (
-            f" --judge {judge}" if judge != "instant" else "") + (f" --stages {' '.join(only)}" if only else ""),
+            f" --judge {judge}" if judge != "instant" else "") + (f" --stages {' '.join(only)}" if only else "")
+            + (" --resume" if state is not None else ""),
         "n_trajectories": n, "seed": seed, "corpus": corpus, "ingest_population": ingest_summary,
         "judge": {"provider": params["judge"]["provider"], "model": params["judge"]["model"]},
         "generator": {"provider": params["generator"]["provider"], "model": params["generator"]["model"]}, "arms": arms,
@@ -515,6 +542,8 @@ def main() -> int:
     parser.add_argument("--scaling", nargs=2, type=Path, metavar=("SMALL", "LARGE"),
                         help="no run: add a per-stage linear extrapolation to --n from two result files to LARGE, written to --out")
     parser.add_argument("--keep", type=Path, default=None, help="build in this folder (emptied first) and keep it")
+    parser.add_argument("--resume", action="store_true", help=f"with --keep: continue the run recorded in its {STATE} "
+                        "(the corpus and the stages measured are kept; the rest run)")
     parser.add_argument("--stages", nargs="+", default=None,
                         help="only these stages, still in the pipeline's order (the test suite's smoke run: the first "
                              "few); the default and every result meant for bench/results runs them all")
@@ -528,7 +557,9 @@ def main() -> int:
         args.out.write_text(json.dumps(large, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         print(json.dumps({k: v for k, v in large["scaling"].items() if k != "stages"}, indent=2))
         return 0
-    result = run(args.n, args.seed, args.keep, judge=args.judge, only=args.stages)
+    if args.resume and args.keep is None:
+        parser.error("--resume needs --keep")
+    result = run(args.n, args.seed, args.keep, judge=args.judge, only=args.stages, resume=args.resume)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     print(json.dumps({k: result[k] for k in ("total_wall_s", "peak_memory_bytes", "peak_memory_stage", "meets_target")}, indent=2))

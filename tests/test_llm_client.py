@@ -59,6 +59,31 @@ def test_failed_unit_after_bounded_attempts_is_reported_not_coerced(tmp_path):
     assert not result.ok and result.parsed is None and "invalid output" in result.error
 
 
+def test_retry_invalid_off_keeps_recorded_failures_on_a_rerun(tmp_path):
+    """A re-run asks again for a request whose answers all failed validation (fresh tries), unless
+    `retry_invalid` is off: then its recorded failure is its result and nothing is asked (the real-server
+    check's second run, with the server stopped); a request killed part-way through its tries continues them."""
+    path = tmp_path / "c.jsonl"
+    first = LLMClient(Scripted(["x"]), CallStore(path), max_attempts=1, progress=False)
+    failed = first.run_one(req(), ChecklistJudgment)
+    first.store.close()
+    kept = Scripted([])
+    again = LLMClient(kept, CallStore(path), max_attempts=1, progress=False, retry_invalid=False)
+    result = again.run_one(req(), ChecklistJudgment)
+    assert kept.calls == 0 and (result.ok, result.error, result.attempts) == (False, failed.error, 1)
+    again.store.close()
+    asked = Scripted([GOOD])
+    fresh = LLMClient(asked, CallStore(path), max_attempts=1, progress=False)
+    assert fresh.run_one(req(), ChecklistJudgment).ok and asked.calls == 1  # the default: fresh tries
+    fresh.store.close()
+    part = tmp_path / "part.jsonl"
+    LLMClient(Scripted(["x"]), CallStore(part), max_attempts=1, progress=False).run_one(req(1), ChecklistJudgment)
+    more = Scripted([GOOD])
+    assert LLMClient(more, CallStore(part), max_attempts=2, progress=False, retry_invalid=False).run_one(req(1), ChecklistJudgment).ok
+    assert more.calls == 1
+    assert make_client({"provider": "heuristic", "model": "m", "retry_invalid": False}, tmp_path / "h.jsonl").retry_invalid is False
+
+
 def test_rerun_with_unchanged_requests_makes_zero_calls(tmp_path):
     path = tmp_path / "c.jsonl"
     first = LLMClient(Scripted([GOOD, GOOD]), CallStore(path), progress=False)

@@ -30,11 +30,16 @@ for module, package in (("llama_cpp", "llama-cpp-python[server]"), ("gemma3_270m
 
 
 def test_smoke_config_end_to_end_against_llama_cpp_python(tmp_path):
-    out = tmp_path / "real_server.json"
-    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "real_server.py"), "--out", str(out)], cwd=ROOT,
+    # GCPC_REAL_SERVER_OUT: where the result goes (e.g. bench/results/real_server.json); GCPC_REAL_SERVER_WORKDIR
+    # keeps the scratch copy (its pipeline.log and server.log) there
+    out = Path(os.environ.get("GCPC_REAL_SERVER_OUT") or tmp_path / "real_server.json")
+    workdir = os.environ.get("GCPC_REAL_SERVER_WORKDIR")
+    proc = subprocess.run([sys.executable, str(ROOT / "bench" / "real_server.py"), "--out", str(out),
+                           *(["--workdir", workdir] if workdir else [])], cwd=ROOT,
                           capture_output=True, text=True, timeout=12 * 3600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     result = json.loads(out.read_text())
+    assert result["server"]["alive_at_end"], result["server"]  # the server never died
     assert result["second_run"] == {"model_calls": 0, "outputs_identical": True}
     arms = yaml_arms()
     assert set(arms) <= set(result["judgments"]), (arms, result["judgments"])

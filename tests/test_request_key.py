@@ -73,10 +73,10 @@ def test_stored_lines_equal_the_whole_record_encoding():
 
 def _tick_answer_key(cfg: dict) -> str:
     """The request key of one TICK answer request built as the arm builds it, under an llm config."""
-    from gcpc.llm.schemas import tick_answer_schema
+    from gcpc.llm.schemas import fit_schema_limits, tick_answer_schema
     from gcpc.llm.settings import sampling_params
 
-    schema = tick_answer_schema()
+    schema = fit_schema_limits(tick_answer_schema(), cfg.get("schema_limits"))  # as ArmSpec.schema fits it
     return LLMRequest(purpose="judgment:tick", provider=cfg["provider"], model=cfg["model"],
                       messages=[Message(role="user", content="Q?")], output_schema="TickAnswer", json_schema=schema,
                       sampling=sampling_params(cfg, schema), template_hash="t").key
@@ -97,6 +97,9 @@ def test_decoder_settings_change_the_request_key():
         "prompt": _tick_answer_key(base | {"structured_output": "prompt"}),
         "max_tokens 64": _tick_answer_key(base | {"max_tokens": 64}),
         "no schema-sized cap": _tick_answer_key(base | {"max_tokens_from_schema": False}),
+        "schema not in the prompt": _tick_answer_key(base | {"schema_in_prompt": False}),
+        "json_schema, not in the prompt": _tick_answer_key(base | {"structured_output": "json_schema", "schema_in_prompt": False}),
+        "smaller string limit": _tick_answer_key(base | {"schema_limits": {"max_string_length": 200}}),
     }
     assert len(set(keys.values())) == len(keys), keys
     # settings that do not change the wire leave the key alone: defaults spelled out, and length limits in
@@ -106,3 +109,39 @@ def test_decoder_settings_change_the_request_key():
     assert _tick_answer_key(strict | {"schema_length_limits": False}) == keys["json_schema"]
     assert _tick_answer_key(base | {"structured_output": "prompt", "schema_length_limits": False}) == keys["prompt"]
     assert _tick_answer_key(strict | {"json_schema_strict": True}) == keys["json_schema"]
+    # prompt mode always shows the schema: schema_in_prompt does not apply there
+    assert _tick_answer_key(base | {"structured_output": "prompt", "schema_in_prompt": False}) == keys["prompt"]
+    assert _tick_answer_key(base | {"schema_in_prompt": True}) == keys["base"]
+
+
+def test_schema_in_prompt_changes_the_prompt_only_where_the_decoder_enforces_it():
+    """The judge prompt shows the reply schema unless the config says its decoder enforces it (issue 30, item 6);
+    the paper's configs leave it unset, so their prompts (and keys) are unchanged."""
+    from pathlib import Path
+
+    import yaml
+
+    from gcpc.judging.spec import ArmSpec
+    from gcpc.judging.tick_arm import JUDGE, build_question_requests
+    from gcpc.corpus.models import Event, EventKind, Outcome, SourceRef, Trajectory
+    from gcpc.llm.settings import SCHEMA_NOT_SHOWN
+
+    root = Path(__file__).resolve().parents[1]
+    arm = ArmSpec.from_params("tick", {"kind": "tick", "template": str(root / "prompts/judging/tick")}, {"max_event_chars": 4000})
+    traj = Trajectory(trajectory_id="b/j/t", benchmark="b", task_id="t", harness="h", model="m", condition="c", source="j",
+                      trial="t", outcome=Outcome(status="PASS"), source_path="x",
+                      events=[Event(index=0, kind=EventKind.TOOL_CALL, text="Bash: make", tool="Bash", source=SourceRef(path="log", line=1))])
+
+    def prompt(cfg: dict) -> str:
+        (request,) = build_question_requests(traj, "Build it.", ["Was it built?"], arm=arm, llm_cfg=cfg,
+                                             template=arm.judge_template(arm.template_file(JUDGE)))
+        return "\n".join(m.content for m in request.messages)
+
+    llama = yaml.safe_load((root / "conf/llm/llama-cpp-python.yaml").read_text())
+    assert llama["schema_in_prompt"] is False
+    assert SCHEMA_NOT_SHOWN in prompt(llama) and '"additionalProperties"' not in prompt(llama)
+    assert '"additionalProperties"' in prompt(llama | {"schema_in_prompt": True}) and SCHEMA_NOT_SHOWN not in prompt(llama | {"schema_in_prompt": True})
+    assert '"additionalProperties"' in prompt(llama | {"structured_output": "prompt"})  # the prompt is the only place it reaches the model
+    for name in ["heuristic", "gpt-5-4-mini", *sorted(p.stem for p in (root / "conf/llm").glob("claude-*.yaml"))]:
+        cfg = yaml.safe_load((root / "conf/llm" / f"{name}.yaml").read_text())
+        assert "schema_in_prompt" not in cfg and '"additionalProperties"' in prompt(cfg), name

@@ -51,7 +51,19 @@ def _arm_schemas(llm_cfg: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
         elif arm.kind == "holistic":
             out[f"{name}/score"] = arm.schema(holistic_schema(), HolisticJudgment, llm_cfg)
     assert {k.split("/")[1] for k in out} >= {"verdicts", "questions", "answer", "score"}
-    return out
+    return out | _generator_schemas(llm_cfg)
+
+
+def _generator_schemas(llm_cfg: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """The synthesis and category-audit request schemas under a generator config (bounded where it sizes
+    max_tokens from the schema)."""
+    from gcpc.synthesis.audit import audit_request_schema
+    from gcpc.synthesis.generate import request_schema
+    from gcpc.synthesis.scheme import read_scheme
+
+    scheme = read_scheme(ROOT / "prompts/audit/schemes/full.md", name="full")
+    return {"synthesis/checklist": request_schema(llm_cfg or {}),
+            "audit/requirements": audit_request_schema([f"i{n:02d}" for n in range(1, 13)], scheme, llm_cfg or {})}
 
 
 def _max_lengths(node: Any) -> list[int]:

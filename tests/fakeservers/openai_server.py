@@ -104,6 +104,18 @@ class FakeOpenAI(FakeLLMServer):
                 return
             self.send_json(handler, 200, completion, {"x-request-id": "req_" + completion["id"][9:]})
             return
+        if method == "POST" and path in ("/extras/tokenize", "/tokenize"):
+            # llama-cpp-python ({"input"} -> {"tokens"}), llama-server ({"content"} -> {"tokens"}), vLLM ({"prompt"}
+            # -> {"count", "tokens"}); the fake tokenizer makes one token of every 3 characters
+            self.count_route("tokenize")
+            field = "input" if path == "/extras/tokenize" else ("prompt" if "prompt" in body else "content")
+            text = body.get(field)
+            if not isinstance(text, str):
+                self.send_json(handler, 422, self.error_body(422, f"fake tokenize: {field!r} missing"))
+                return
+            tokens = list(range(-(-len(text) // 3)))
+            self.send_json(handler, 200, {"tokens": tokens} | ({"count": len(tokens)} if field == "prompt" else {}))
+            return
         if method == "POST" and path == "/v1/files":
             self.count_route("file_upload")
             file_id = self.next_id("file")

@@ -25,6 +25,7 @@ from gcpc.judging.spec import ArmInputs, ArmSpec, LogTooLong, fit_view, judge_vi
 from gcpc.judging.view import input_cuts
 from gcpc.llm import LLMClient, LLMRequest, request_identity, sampling_params
 from gcpc.llm.prompts import PromptTemplate
+from gcpc.llm.settings import prompt_schema
 from gcpc.llm.schemas import ChecklistJudgment, checklist_judgment_schema
 from gcpc.synthesis.models import Checklist
 
@@ -54,8 +55,9 @@ def make_request(purpose: str, messages: list, schema: type[BaseModel], template
 def build_request(events: Sequence[Event], checklist: Checklist, *, arm: ArmSpec, llm_cfg: dict[str, Any], template: PromptTemplate) -> LLMRequest:
     items = [{"item_id": i.item_id, "text": i.text} for i in checklist.items]
     schema = arm.schema(checklist_judgment_schema([i["item_id"] for i in items]), ChecklistJudgment, llm_cfg)
+    shown = prompt_schema(llm_cfg, schema)
     _, visible, messages, cut = fit_view(events, arm.view, llm_cfg, mark_authored=arm.mark_authored,
-                                         render=lambda log: template.render(schema, items=items, log=log,
+                                         render=lambda log: template.render(shown, items=items, log=log,
                                                                             marked=arm.mark_authored))
     inputs = {"items": items, "events": visible} | ({"context_cut": cut} if cut else {})
     return make_request(f"judgment:{arm.requests_of}", messages, ChecklistJudgment, template, llm_cfg, inputs, schema)
@@ -69,8 +71,9 @@ def build_generic_request(events: Sequence[Event], instruction: str, *, arm: Arm
                           template: PromptTemplate) -> LLMRequest:
     items = generic_items(arm)
     schema = arm.schema(checklist_judgment_schema([i["item_id"] for i in items]), ChecklistJudgment, llm_cfg)
+    shown = prompt_schema(llm_cfg, schema)
     _, visible, messages, cut = fit_view(events, arm.view, llm_cfg, mark_authored=arm.mark_authored,
-                                         render=lambda log: template.render(schema, items=items,
+                                         render=lambda log: template.render(shown, items=items,
                                                                             instruction=instruction, log=log))
     return make_request(f"judgment:{arm.requests_of}", messages, ChecklistJudgment, template, llm_cfg,
                         {"mode": "generic", "instruction": instruction, "items": items, "events": visible}

@@ -15,6 +15,7 @@ from gcpc.judging.models import Judgment
 from gcpc.judging.spec import ArmInputs, ArmSpec, LogTooLong, fit_view, task_key
 from gcpc.llm import LLMClient, LLMRequest
 from gcpc.llm.prompts import PromptTemplate
+from gcpc.llm.settings import prompt_schema
 from gcpc.llm.schemas import HolisticJudgment, holistic_schema
 
 SCALE_MAX = 10
@@ -23,8 +24,9 @@ SCALE_MAX = 10
 def build_holistic_request(events: Sequence[Event], instruction: str, *, arm: ArmSpec, llm_cfg: dict[str, Any],
                            template: PromptTemplate) -> LLMRequest:
     schema = arm.schema(holistic_schema(), HolisticJudgment, llm_cfg)
+    shown = prompt_schema(llm_cfg, schema)
     _, visible, messages, cut = fit_view(events, arm.view, llm_cfg, mark_authored=arm.mark_authored,
-                                         render=lambda log: template.render(schema, instruction=instruction, log=log))
+                                         render=lambda log: template.render(shown, instruction=instruction, log=log))
     return make_request(f"judgment:{arm.requests_of}", messages, HolisticJudgment, template, llm_cfg,
                         {"instruction": instruction, "events": visible} | ({"context_cut": cut} if cut else {}), schema)
 

@@ -23,7 +23,7 @@ from gcpc.corpus.authorship import mark_authored as mark_authored_text
 from gcpc.judging.view import ViewSettings, judge_input
 from gcpc.llm.prompts import LayoutTemplate
 from gcpc.llm.schemas import fit_schema_limits
-from gcpc.llm.tokens import count_tokens
+from gcpc.llm.tokens import TEMPLATE_TOKENS_PER_MESSAGE, count_tokens, server_token_counter
 from gcpc.synthesis.models import Checklist
 
 
@@ -155,8 +155,12 @@ def fit_view(events: Sequence[Event], view: ViewSettings | int, llm_cfg: dict[st
     messages = render(log)
     if not window:
         return log, (visible if mark_authored else with_authored(visible)), messages, None
-    # the window less the configured margin (its own tokenizer counts differently from cl100k) and the answer
-    margin = float(llm_cfg.get("context_margin", CONTEXT_MARGIN))
+    # the window less the answer and, counting with cl100k, the configured margin (the model's own tokenizer
+    # counts differently); with `tokenize_endpoint` the server counts in its own tokens, so no margin, only
+    # the chat template's tokens around each message
+    server = server_token_counter(llm_cfg)
+    margin = 0.0 if server else float(llm_cfg.get("context_margin", CONTEXT_MARGIN))
+    overhead = TEMPLATE_TOKENS_PER_MESSAGE if server else 0
     budget = int(int(window) * (1 - margin)) - int(llm_cfg.get("max_tokens") or 0)
     counted: dict[str, int] = {}  # each distinct message text is counted once (the system block, a view met twice)
 
@@ -166,12 +170,14 @@ def fit_view(events: Sequence[Event], view: ViewSettings | int, llm_cfg: dict[st
         return counted[text]
 
     def tokens(msgs: Any) -> int:  # BPE counts: chars/4 runs 15-17 % low on these logs (bench/results/judge_input.json)
+        if server:
+            return sum(server.count(m.content) + overhead for m in msgs)
         return sum(count(m.content) for m in msgs)
 
     def fits(msgs: Any) -> bool:
-        # a byte-level BPE token is at least one byte: a prompt of no more bytes than the budget fits uncounted
-        # (counting was a third of a judge stage's CPU on Terminal-Bench 1; issue 29)
-        return sum(len(m.content.encode("utf-8")) for m in msgs) <= budget or tokens(msgs) <= budget
+        # a byte-level BPE token (or a SentencePiece piece) is at least one byte: a prompt of no more bytes than
+        # the budget fits uncounted (counting was a third of a judge stage's CPU on Terminal-Bench 1; issue 29)
+        return sum(len(m.content.encode("utf-8")) + overhead for m in msgs) <= budget or tokens(msgs) <= budget
 
     def log_at(cap: int) -> str:
         # the rendered log alone: the authorship scan is needed for it only when lines are marked

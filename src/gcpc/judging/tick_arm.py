@@ -25,6 +25,7 @@ from gcpc.judging.models import ItemLabel, Judgment
 from gcpc.judging.spec import ArmInputs, ArmSpec, LogTooLong, fit_view, task_key
 from gcpc.llm import LLMClient, LLMRequest
 from gcpc.llm.prompts import PromptTemplate
+from gcpc.llm.settings import prompt_schema
 from gcpc.llm.schemas import TickAnswer, TickChecklist, tick_answer_schema, tick_checklist_schema
 
 GENERATE, JUDGE = "generate.jinja", "judge.jinja"
@@ -43,7 +44,8 @@ def check_distinct_questions(parsed: BaseModel, request: LLMRequest) -> None:
 
 def build_generation_request(instruction: str, *, arm: ArmSpec, llm_cfg: dict[str, Any], template: PromptTemplate) -> LLMRequest:
     schema = arm.schema(tick_checklist_schema(**LIMITS), TickChecklist, llm_cfg)
-    messages = template.render(schema, instruction=instruction)
+    shown = prompt_schema(llm_cfg, schema)
+    messages = template.render(shown, instruction=instruction)
     return make_request(f"tick_checklist:{arm.requests_of}", messages, TickChecklist, template, llm_cfg,
                         {"instruction": instruction, "limits": dict(LIMITS)}, schema)
 
@@ -53,10 +55,11 @@ def build_question_requests(traj: Trajectory, instruction: str, questions: list[
     """One request per question, all over the same log: fitted to the context window with the longest question."""
     longest = max(questions, key=len, default="")
     schema = arm.schema(tick_answer_schema(), TickAnswer, llm_cfg)
+    shown = prompt_schema(llm_cfg, schema)
     log, visible, _, cut = fit_view(traj.events, arm.view, llm_cfg, mark_authored=arm.mark_authored,
-                                    render=lambda log: template.render(schema, instruction=instruction, log=log, question=longest))
+                                    render=lambda log: template.render(shown, instruction=instruction, log=log, question=longest))
     extra = {"context_cut": cut} if cut else {}
-    return [make_request(f"judgment:{arm.requests_of}", template.render(schema, instruction=instruction, log=log, question=q),
+    return [make_request(f"judgment:{arm.requests_of}", template.render(shown, instruction=instruction, log=log, question=q),
                          TickAnswer, template, llm_cfg, {"instruction": instruction, "question": q, "events": visible} | extra,
                          schema)
             for q in questions]

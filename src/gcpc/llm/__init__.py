@@ -87,7 +87,7 @@ def make_client(cfg: dict[str, Any], store_path: str | Path, *, progress: bool =
     return LLMClient(provider, CallStore(store_path), max_attempts=settings.max_attempts, progress=progress,
                      concurrency=settings.concurrency, mode=mode, batch=settings.batch,
                      batch_error_retries=settings.retry.max_retries, shared=shared_cache(cfg),
-                     retry_refused=settings.retry_refused, repeat=repeat)
+                     retry_refused=settings.retry_refused, repeat=repeat, retry_invalid=settings.retry_invalid)
 
 
 @contextmanager

@@ -24,7 +24,8 @@ claimant's stored answer. Outcomes of one attempt:
 
 * an answer that validates: final, cached;
 * an answer that fails validation: recorded and retried up to `max_attempts` in this run; never
-  final, so a re-run tries again;
+  final, so a re-run tries again (unless `retry_invalid: false`: then a request whose recorded tries
+  used up `max_attempts` keeps that failure, as a re-run from the call store with the server stopped needs);
 * a refusal (`RequestRefused`: HTTP 400/413/422, context length, content filter; or a reply that is
   the model's refusal, `RawResponse.refusal` / a refusal stop reason): recorded with its text as
   the request's final outcome, the other requests go on, and a re-run does not ask again unless
@@ -180,6 +181,7 @@ class LLMClient:
         shared: SharedCache | None = None,
         retry_refused: bool = False,
         repeat: int | None = None,
+        retry_invalid: bool = True,
     ):
         if max_attempts < 1:
             raise ValueError("max_attempts must be >= 1")
@@ -199,6 +201,7 @@ class LLMClient:
         self.batch_error_retries = batch_error_retries
         self.shared = shared
         self.retry_refused = retry_refused
+        self.retry_invalid = retry_invalid
         if repeat is not None and repeat < 2:
             raise ValueError(f"repeat is the pass number of a repeated pass (>= 2), not {repeat!r}")
         self.repeat = repeat
@@ -228,10 +231,13 @@ class LLMClient:
         """(attempts so far, invalid-output attempts that count against this run, last error).
 
         Invalid answers are never final: a request whose earlier run used up `max_attempts` gets
-        `max_attempts` fresh tries; a run killed part-way through a request's tries continues them."""
+        `max_attempts` fresh tries; a run killed part-way through a request's tries continues them.
+        With `retry_invalid` off, every recorded invalid try counts, so a request that used up its tries
+        is not asked again and its last recorded error is its result."""
         previous = self.store.outcomes(key)  # index entries: no record is read back
         invalid = sum(1 for r in previous if r.error and r.error.startswith("invalid output"))
-        return len(previous), invalid % self.max_attempts, (previous[-1].error if previous else None)
+        counted = invalid % self.max_attempts if self.retry_invalid else invalid
+        return len(previous), counted, (previous[-1].error if previous else None)
 
     def _known(self, key: str) -> CallResult | None:
         """A final outcome already recorded here or in the shared cache (copied into the store), else None.

@@ -51,13 +51,17 @@ class PromptTemplate:
         material = [self.source] + [f"{k}\n{v}" for k, v in sorted(self.includes.items())]
         self.hash = sha256_text("\n\x00\n".join(material))
 
-    def render(self, schema: type[BaseModel] | dict[str, Any], **variables: Any) -> list[Message]:
-        """Messages for one request; `schema` (a response model, or the request's own JSON schema) is shown as `{{ schema }}`."""
+    def render(self, schema: type[BaseModel] | dict[str, Any] | str, **variables: Any) -> list[Message]:
+        """Messages for one request; `schema` (a response model, or the request's own JSON schema) is shown as `{{ schema }}`
+        (a string is shown as it is: `gcpc.llm.settings.SCHEMA_NOT_SHOWN` where the decoder enforces the schema)."""
         context = dict(variables)
         for name, text in self.includes.items():
             context[name] = _compiled(text).render(**variables).strip()
-        shown = schema if isinstance(schema, dict) else schema.model_json_schema()
-        context["schema"] = json.dumps(shown, sort_keys=True)
+        if isinstance(schema, str):
+            context["schema"] = schema
+        else:
+            shown = schema if isinstance(schema, dict) else schema.model_json_schema()
+            context["schema"] = json.dumps(shown, sort_keys=True)
         text = _compiled(self.source).render(**context)
         if SEPARATOR in text:
             prefix, rest = text.split(SEPARATOR, 1)
@@ -89,7 +93,7 @@ class LayoutTemplate(PromptTemplate):
         self.system, self.log_source = parts
         self.hash = sha256_text("\n\x00\n".join([self.source, f"{self.SYSTEM}\n{self.system}", f"{self.LOG}\n{self.log_source}"]))
 
-    def render(self, schema: type[BaseModel] | dict[str, Any], **variables: Any) -> list[Message]:
+    def render(self, schema: type[BaseModel] | dict[str, Any] | str, **variables: Any) -> list[Message]:
         if "log" not in variables:
             raise TypeError(f"{self.path}: a judge template is rendered with the log (`log=`)")
         arm_text = super().render(schema, **variables)[0].content

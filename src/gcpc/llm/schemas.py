@@ -154,6 +154,58 @@ def holistic_schema(*, rationale_max: int = RATIONALE_MAX_CHARS) -> dict[str, An
                   "description": "0 = nothing the task asks for was achieved, 10 = everything was"}})
 
 
+# Bounds of the generator's and the category audit's request schemas, sent only where the generator's
+# llm config sizes max_tokens from the schema (`max_tokens_from_schema`, the compatible-server configs):
+# the paper's configs keep the response models' own schemas, so their requests, keys and outputs are
+# unchanged. Each bound sits above the heuristic provider's longest on the demo corpus (9 items, item
+# text and quote 173 characters, 9 test references of at most 71 characters; audit: 9 requirements,
+# quote 173, reason 65, 1 item id per requirement).
+
+CHECKLIST_MAX_ITEMS = 16
+ITEM_TEXT_MAX_CHARS = 400
+ITEM_QUOTE_MAX_CHARS = 400
+MAX_TEST_REFS = 12
+TEST_REF_MAX_CHARS = 200
+AUDIT_MAX_REQUIREMENTS = 16
+AUDIT_REASON_MAX_CHARS = 300
+
+
+def generated_checklist_schema(*, max_items: int = CHECKLIST_MAX_ITEMS, text_max: int = ITEM_TEXT_MAX_CHARS,
+                               quote_max: int = ITEM_QUOTE_MAX_CHARS, max_test_refs: int = MAX_TEST_REFS,
+                               test_ref_max: int = TEST_REF_MAX_CHARS) -> dict[str, Any]:
+    """GeneratedChecklist with every array and string bounded, so `max_reply_tokens` can size the reply
+    (issue 30: the generator's replies were cut at a fixed max_tokens). Same fields and descriptions as the
+    response model; `test_refs` is required here (closed objects, every property required) and may be empty."""
+    fields = GeneratedItem.model_fields
+    item = _obj(None, {
+        "text": _text(text_max, str(fields["text"].description)),
+        "quote": _text(quote_max, str(fields["quote"].description)),
+        "route": {"type": "string", "enum": list(get_args(Route))},
+        "test_refs": {"type": "array", "items": {"type": "string", "maxLength": test_ref_max}, "maxItems": max_test_refs,
+                      "description": str(fields["test_refs"].description)},
+    })
+    return _obj("GeneratedChecklist", {"items": {"type": "array", "items": item, "maxItems": max_items}})
+
+
+def category_audit_schema(item_ids: Sequence[str], category_names: Sequence[str], *,
+                          max_requirements: int = AUDIT_MAX_REQUIREMENTS, quote_max: int = ITEM_QUOTE_MAX_CHARS,
+                          reason_max: int = AUDIT_REASON_MAX_CHARS) -> dict[str, Any]:
+    """The category audit's reply for one request, bounded: `category` an enum of the scheme's names (with
+    'none'), `item_ids` an enum of the checklist's ids (at most each once), every string bounded."""
+    ids = sorted(set(item_ids))
+    names = list(dict.fromkeys(category_names))
+    id_schema: dict[str, Any] = {"type": "string", "enum": ids} if ids else {"type": "string", "maxLength": 0}
+    requirement = _obj(None, {
+        "quote": _text(quote_max, "verbatim span of the task instruction stating one requirement"),
+        "category": {"type": "string", "enum": names, "description": "name of the scheme category whose definition covers it, or 'none'"},
+        "item_ids": {"type": "array", "items": id_schema, "maxItems": len(ids),
+                     "description": "ids of the checklist items that check this requirement"},
+        "reason": _text(reason_max, "one sentence: why this category (or none)"),
+    })
+    return _obj("CategoryAudit", {"requirements": {"type": "array", "items": requirement, "maxItems": max_requirements,
+                                                   "description": "every requirement the instruction states, in order"}})
+
+
 def _import_jsonschema() -> Any:
     """jsonschema, imported without its optional 'iri' format checker: `rfc3987_syntax` (installed beside
     jupyter through jsonschema[format-nongpl]) builds 39 Earley grammars when imported, seconds of CPU in every

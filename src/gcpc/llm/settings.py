@@ -93,9 +93,15 @@ class LLMSettings(_Strict):
     json_schema_strict: bool = Field(default=True, description="json_schema mode: OpenAI strict subset (length limits stated in descriptions, "
                                                                "checked by the client) with strict: true; false sends the full schema")
     schema_limits: SchemaLimits | None = None
+    schema_in_prompt: bool = Field(default=True, description="show the reply's JSON schema in the prompt; false (json_schema / "
+                                   "json_object only) where the server's decoder enforces the schema it is sent, so it "
+                                   "is not spelled out twice (prompt mode always shows it)")
     context_margin: float = Field(default=0.05, ge=0, lt=1, description="share of context_window kept free when the judge "
                                   "view is fitted with cl100k counts: the model's own tokenizer may count more (measured "
                                   "per model family, stated in its config)")
+    tokenize_endpoint: Literal["llama-cpp-python", "llama-server", "vllm"] | None = Field(
+        default=None, description="fit the judge view with the server's own token counts (gcpc.llm.tokens."
+        "TOKENIZE_ENDPOINTS: its /extras/tokenize or /tokenize route) instead of cl100k and context_margin")
     seed: int | None = None
     top_p: float | None = None
     reasoning_effort: str | None = None
@@ -117,6 +123,9 @@ class LLMSettings(_Strict):
     cache_ttl: Literal["5m", "1h"] | None = None
     retry_refused: bool = Field(default=False, description="ask again for requests the provider refused before "
                                                             "(recorded refusals are final otherwise)")
+    retry_invalid: bool = Field(default=True, description="a re-run asks again, max_attempts fresh tries, for requests "
+                                "whose recorded answers all failed validation; false keeps their recorded failure (a "
+                                "re-run from the call store with the server stopped: bench/real_server.py)")
     failure_budget: float = Field(default=0.05, ge=0, le=1, description="largest share of failed requests a stage "
                                                                         "accepts before it exits non-zero")
     context_window: int | None = Field(default=None, ge=1, description="model context window in tokens; the judge "
@@ -168,13 +177,28 @@ def sampling_params(cfg: dict[str, Any], json_schema: dict[str, Any] | None = No
     return out
 
 
-WIRE_SCHEMA_DEFAULTS = {"schema_length_limits": True, "json_schema_strict": True}
+WIRE_SCHEMA_DEFAULTS = {"schema_length_limits": True, "json_schema_strict": True, "schema_in_prompt": True}
+
+SCHEMA_NOT_SHOWN = "(not repeated here: the server's decoder enforces the JSON schema sent with this request)"
+"""What a prompt shows in place of the reply schema under `schema_in_prompt: false` (gcpc.llm.prompts)."""
+
+
+def prompt_schema(cfg: dict[str, Any], schema: Any) -> Any:
+    """The reply schema as the prompt shows it: the schema itself, or `SCHEMA_NOT_SHOWN` where the config says
+    the decoder enforces it (`schema_in_prompt: false` with structured_output json_schema or json_object; issue
+    30: the schema went twice, in the prompt and as the grammar, ~10 % of the prompt). In prompt mode the
+    prompt is the only place the schema reaches the model, so it is always shown."""
+    mode = cfg.get("structured_output") or "json_schema"
+    if mode in ("json_schema", "json_object") and cfg.get("schema_in_prompt", True) is False:
+        return SCHEMA_NOT_SHOWN
+    return schema
+
 
 
 def wire_schema_settings(cfg: dict[str, Any]) -> dict[str, bool]:
     """The settings that change the schema the openai provider actually sends (so what a decoder may return),
     where they differ from their defaults: `json_schema_strict` in json_schema mode, `schema_length_limits` in
-    json_object mode and non-strict json_schema mode. A cached answer made under another constraint is then
+    json_object mode and non-strict json_schema mode, `schema_in_prompt` in both (whether the prompt repeats it). A cached answer made under another constraint is then
     never reused (issue 30: a TICK answer made with length limits was replayed without them). At their
     defaults they add nothing, so the request keys of configs that never set them are unchanged."""
     mode = cfg.get("structured_output") or "json_schema"
@@ -185,6 +209,8 @@ def wire_schema_settings(cfg: dict[str, Any]) -> dict[str, bool]:
         effective["json_schema_strict"] = bool(strict)
     if mode == "json_object" or (mode == "json_schema" and not strict):
         effective["schema_length_limits"] = bool(lengths)
+    if mode in ("json_schema", "json_object"):
+        effective["schema_in_prompt"] = bool(cfg.get("schema_in_prompt", WIRE_SCHEMA_DEFAULTS["schema_in_prompt"]))
     return {k: v for k, v in effective.items() if v != WIRE_SCHEMA_DEFAULTS[k]}
 
 

@@ -31,6 +31,8 @@ from gcpc.corpus.models import Task
 from gcpc.io import write_json, write_jsonl, write_text
 from gcpc.llm import LLMClient, LLMRequest, llm_session, request_identity, sampling_params
 from gcpc.llm.prompts import PromptTemplate
+from gcpc.llm.schemas import category_audit_schema, fit_schema_limits
+from gcpc.llm.settings import prompt_schema
 from gcpc.synthesis.audit_schema import NONE, CategoryAudit
 from gcpc.synthesis.gates import normalize_ws, quote_in_instruction
 from gcpc.synthesis.models import Checklist
@@ -75,17 +77,27 @@ class AuditSettings:
         return out
 
 
+def audit_request_schema(item_ids: Sequence[str], scheme: CategoryScheme, llm_cfg: dict[str, Any]) -> dict[str, Any]:
+    """The audit request's JSON schema: bounded and narrowed to this checklist's ids and this scheme's names
+    (`category_audit_schema`, fitted to `schema_limits`) where the config sizes `max_tokens` from the schema
+    (the compatible-server configs); otherwise the response model's own, as the paper's configs always sent."""
+    if llm_cfg.get("max_tokens_from_schema"):
+        return fit_schema_limits(category_audit_schema(item_ids, [*scheme.names, NONE]), llm_cfg.get("schema_limits"))
+    return CategoryAudit.model_json_schema()
+
+
 def build_audit_request(instruction: str, items: Sequence[dict[str, str]], scheme: CategoryScheme,
                         template: PromptTemplate, llm_cfg: dict[str, Any]) -> LLMRequest:
     provider, model = request_identity(llm_cfg)
+    schema = audit_request_schema([i["item_id"] for i in items], scheme, llm_cfg)
     return LLMRequest(
         purpose=f"category_audit:{scheme.name}",
         provider=provider,
         model=model,
-        messages=template.render(CategoryAudit, instruction=instruction, items=list(items)),
+        messages=template.render(prompt_schema(llm_cfg, schema), instruction=instruction, items=list(items)),
         output_schema="CategoryAudit",
-        json_schema=CategoryAudit.model_json_schema(),
-        sampling=sampling_params(llm_cfg),
+        json_schema=schema,
+        sampling=sampling_params(llm_cfg, schema),
         template_hash=template.hash,
         inputs={"instruction": instruction, "items": list(items), "scheme": scheme.as_input()},
     )

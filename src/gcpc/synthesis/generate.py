@@ -27,7 +27,8 @@ from gcpc.corpus.models import VerifierTest
 from gcpc.io import sha256_text
 from gcpc.llm import LLMClient, LLMRequest, request_identity, sampling_params
 from gcpc.llm.prompts import PromptTemplate
-from gcpc.llm.schemas import GeneratedChecklist
+from gcpc.llm.schemas import GeneratedChecklist, fit_schema_limits, generated_checklist_schema
+from gcpc.llm.settings import prompt_schema
 from gcpc.synthesis.gates import GateResult, check_items, failed_gate_kinds, resolve_test_ref
 from gcpc.synthesis.models import ChecklistItem, Provenance, SynthesisAttempt
 
@@ -83,6 +84,17 @@ class SynthesisOutcome:
     failure: str | None = None
 
 
+def request_schema(llm_cfg: dict[str, Any]) -> dict[str, Any]:
+    """The JSON schema a generation request carries. Where the generator's config sizes `max_tokens` from the
+    schema (`max_tokens_from_schema`: the compatible-server configs), the bounded form
+    (`generated_checklist_schema`, fitted to the server's `schema_limits`), so the reply's length is known and
+    `max_tokens` follows it (issue 30: every reply was cut at a fixed cap); otherwise the response model's own
+    schema, so the paper's configs send, show and key exactly what they did."""
+    if llm_cfg.get("max_tokens_from_schema"):
+        return fit_schema_limits(generated_checklist_schema(), llm_cfg.get("schema_limits"))
+    return GeneratedChecklist.model_json_schema()
+
+
 def build_request(
     instruction: str,
     tests: Sequence[VerifierTest],
@@ -98,8 +110,9 @@ def build_request(
     rounds = [[g.message for g in gates if not g.passed] for gates in history]
     kinds = [list(k) for k in history_kinds]
     union = sorted({k for ks in kinds for k in ks})
+    schema = request_schema(llm_cfg)
     messages = template.render(
-        GeneratedChecklist,
+        prompt_schema(llm_cfg, schema),
         instruction=instruction,
         tests=test_view,
         previous_rejections=union,
@@ -112,8 +125,8 @@ def build_request(
         model=model,
         messages=messages,
         output_schema="GeneratedChecklist",
-        json_schema=GeneratedChecklist.model_json_schema(),
-        sampling=sampling_params(llm_cfg),
+        json_schema=schema,
+        sampling=sampling_params(llm_cfg, schema),
         template_hash=template.hash,
         inputs={"instruction": instruction, "tests": test_view, "previous_rejections": union, "rejection_history": kinds},
     )

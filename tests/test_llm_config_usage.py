@@ -49,7 +49,7 @@ def test_shipped_configs_build_their_provider_without_network(name, provider, mo
     assert client.concurrency == cfg["concurrency"] and client.mode == "sync"
     client.store.close()
     assert set(sampling_params(cfg)) <= {"temperature", "max_tokens", "seed", "top_p", "reasoning_effort", "effort", "extra_body",
-                                         "structured_output", "json_schema_strict", "schema_length_limits"}
+                                         "structured_output", "json_schema_strict", "schema_length_limits", "schema_in_prompt"}
     assert "concurrency" not in sampling_params(cfg) and "prices" not in sampling_params(cfg)
     if cfg.get("base_url") is None:
         assert cfg["prices"]["input_per_mtok"] > 0 and cfg["api_key_env"].endswith("_API_KEY")

@@ -38,7 +38,8 @@ SMOKE: dict[str, list[str]] = {
     "bench_swe_bench_ingest.py": ["--limit", "5", "--repeat", "1"],
     "real_server.py": [],
 }
-NOT_SCRIPTS = {"injection_probe.py"}  # a module the injection benchmark and tests/test_injection_probe.py import
+NOT_SCRIPTS = {"injection_probe.py",  # a module the injection benchmark and tests/test_injection_probe.py import
+               "real_server_boot.py"}  # the llama-cpp-python server launcher real_server.py starts (run with it)
 SLOW = {"bench_repro.py": "a cold `dvc repro` of the whole demo in a clone (~1 min of CPU)"}
 
 

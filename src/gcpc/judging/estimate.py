@@ -23,7 +23,7 @@ import yaml
 from gcpc.corpus.models import Task, Trajectory
 from gcpc.io import read_models, write_json
 from gcpc.params import load_params
-from gcpc.judging.stage import arm_spec, judge_arm
+from gcpc.judging.stage import CHUNK_BYTES, CHUNK_TRAJECTORIES, arm_spec, judge_arm, trajectory_chunks
 from gcpc.judging.tick_arm import LIMITS
 from gcpc.llm.base import LLMRequest
 from gcpc.llm.estimate import Priced, RecordingClient, price_arms, summarize
@@ -53,10 +53,9 @@ def estimate_judges(params: dict[str, Any], ingest_dir: Path, synth_dir: Path, j
     """One estimate per judge config (name -> config). Requests are built once per distinct
     SAME_REQUESTS settings (rendering and tokenizing every arm's requests is the slow part)."""
     judging = {k: params[k] for k in ("arm", "judging") if k in params}  # what building the requests reads, no more
-    trajectories = read_models(ingest_dir / "trajectories.jsonl", Trajectory)
     tasks = {(t.benchmark, t.task_id): t for t in read_models(ingest_dir / "tasks.jsonl", Task)}
     checklists = {(c.benchmark, c.task_id): c for c in read_models(synth_dir / "checklists.jsonl", Checklist)}
-    built: dict[str, tuple[dict[str, Priced], dict[str, list[str]], dict[str, int]]] = {}
+    built: dict[str, tuple[dict[str, Priced], dict[str, list[str]], dict[str, int], int]] = {}
     results: dict[str, dict[str, Any]] = {}
     for judge_name, llm_cfg in judges.items():
         shape = json.dumps({k: llm_cfg.get(k) for k in SAME_REQUESTS}, sort_keys=True)
@@ -64,17 +63,27 @@ def estimate_judges(params: dict[str, Any], ingest_dir: Path, synth_dir: Path, j
             distinct: dict[str, Priced] = {}
             arm_keys: dict[str, list[str]] = {}
             new_calls: dict[str, int] = {}
+            n_trajectories = 0
             for name in arms or sorted(params.get("arm") or {}):
                 before = set(distinct)
-                arm_keys[name] = summarize(arm_requests(judging | {"judge": llm_cfg}, name, trajectories, checklists, tasks), distinct)
+                keys: dict[str, None] = {}  # this arm's request keys in first-seen order
+                n_trajectories = 0
+                # chunk by chunk, as the judge stage reads them: only one chunk's trajectories and rendered requests
+                # are held (all of them at once took 15 GB at 20,818 trajectories and kept growing: bench_scale)
+                for part in trajectory_chunks(ingest_dir / "trajectories.jsonl", CHUNK_TRAJECTORIES, CHUNK_BYTES):
+                    n_trajectories += len(part)
+                    requests = arm_requests(judging | {"judge": llm_cfg}, name, part, checklists, tasks)
+                    keys.update(dict.fromkeys(summarize(requests, distinct)))  # a task's TICK questions recur per chunk
+                    del requests
+                arm_keys[name] = list(keys)
                 # identical requests of arms priced earlier are one call (request keys leave out `purpose`)
                 new_calls[name] = len(set(arm_keys[name]) - before)
-            built[shape] = distinct, arm_keys, new_calls
-        distinct, arm_keys, new_calls = built[shape]
+            built[shape] = distinct, arm_keys, new_calls, n_trajectories
+        distinct, arm_keys, new_calls, n_trajectories = built[shape]
         out: dict[str, Any] = {"provider": llm_cfg.get("provider"), "model": llm_cfg.get("model"),
                                "tokenizer": tokenizer_name(), "min_cacheable_tokens": llm_cfg.get("min_cacheable_tokens"),
                                "prices": applied_prices(llm_cfg), "structured_output": llm_cfg.get("structured_output") or "json_schema",
-                               "trajectories": len(trajectories),
+                               "trajectories": n_trajectories,
                                "output_tokens": "assumed per response (gcpc.llm.tokens.OUTPUT_TOKENS)",
                                "tick_questions": "assumed: max_questions per task before generation", "arms": {}}
         for name, priced in price_arms(arm_keys, distinct, llm_cfg).items():

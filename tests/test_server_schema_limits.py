@@ -153,3 +153,19 @@ def test_llama_cpp_compiles_every_arm_schema_within_its_stated_limit():
         assert _nesting(grammar) <= cap + 8, f"{name}: grammar nests {_nesting(grammar)} deep (limit {cap})"
     # without the limit, TICK's answer nests ~1,500 deep: the grammar the server could not parse
     assert _nesting(convert(json.dumps(_arm_schemas(None)["tick/answer"]))) > cap + 8
+
+
+def test_small_integer_ranges_go_as_an_enum_where_the_decoder_ignores_integer_bounds():
+    """llama-cpp-python's converter ignores minimum/maximum (Holistic scores 100 and 1e15 got through, issue 30):
+    its config sends 0-10 as an enum, which every converter turns into alternatives; other configs are unchanged."""
+    from gcpc.llm.schemas import fit_schema_limits, holistic_schema
+
+    schema = holistic_schema()
+    score = schema["properties"]["score"]
+    assert score["minimum"] == 0 and score["maximum"] == 10 and "enum" not in score
+    fitted = fit_schema_limits(schema, {"integer_range_as_enum": 16})
+    assert fitted["properties"]["score"]["enum"] == list(range(11))
+    assert fit_schema_limits(schema, {"integer_range_as_enum": 5})["properties"]["score"] == score  # 11 values > 5
+    assert fit_schema_limits(schema, {"max_string_length": 1000})["properties"]["score"] == score
+    cfg = yaml.safe_load((ROOT / "conf" / "llm" / "llama-cpp-python.yaml").read_text())
+    assert fit_schema_limits(schema, cfg["schema_limits"])["properties"]["score"]["enum"] == list(range(11))

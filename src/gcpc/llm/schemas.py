@@ -234,20 +234,31 @@ def _validator(schema_json: str) -> Any:
 
 def fit_schema_limits(schema: dict[str, Any], limits: dict[str, Any] | None) -> dict[str, Any]:
     """The schema within what a server's decoder can compile (the llm config's `schema_limits`): every
-    `maxLength` above `max_string_length` lowered to it (and a `minLength` above it too). Unchanged without
-    limits. Issue 30: llama.cpp turns `maxLength: 1500` into 1,500 nested grammar rules and its server died
-    parsing them; 1,000 compiled. The narrower schema is the one shown, sent, validated and keyed, so a
-    cached answer is always an answer to it."""
-    if not limits or limits.get("max_string_length") is None:
+    `maxLength` above `max_string_length` lowered to it (and a `minLength` above it too), and, with
+    `integer_range_as_enum: N`, an integer bounded by `minimum` and `maximum` to at most N values sent as
+    the `enum` of them, for decoders that ignore integer bounds (llama-cpp-python's Python converter let
+    Holistic scores 100 and 1e15 through; issue 30). Unchanged without limits. Issue 30: llama.cpp turns
+    `maxLength: 1500` into 1,500 nested grammar rules and its server died parsing them; 1,000 compiled.
+    The narrower schema is the one shown, sent, validated and keyed, so a cached answer is always an
+    answer to it."""
+    if not limits:
         return schema
-    cap = int(limits["max_string_length"])
+    cap = None if limits.get("max_string_length") is None else int(limits["max_string_length"])
+    as_enum = None if limits.get("integer_range_as_enum") is None else int(limits["integer_range_as_enum"])
+    if cap is None and as_enum is None:
+        return schema
 
     def walk(node: Any) -> Any:
         if isinstance(node, dict):
             out = {k: walk(v) for k, v in node.items()}
-            for k in ("maxLength", "minLength"):
-                if isinstance(out.get(k), int) and out[k] > cap:
-                    out[k] = cap
+            if cap is not None:
+                for k in ("maxLength", "minLength"):
+                    if isinstance(out.get(k), int) and out[k] > cap:
+                        out[k] = cap
+            lo, hi = out.get("minimum"), out.get("maximum")
+            if (as_enum is not None and out.get("type") == "integer" and isinstance(lo, int) and isinstance(hi, int)
+                    and 0 < hi - lo + 1 <= as_enum and "enum" not in out):
+                out["enum"] = list(range(lo, hi + 1))
             return out
         if isinstance(node, list):
             return [walk(v) for v in node]

@@ -77,6 +77,8 @@ class SchemaLimits(_Strict):
     every request schema is fitted to it before it is shown, sent or keyed (`gcpc.llm.schemas.fit_schema_limits`)."""
 
     max_string_length: int | None = Field(default=None, ge=1, description="largest maxLength the decoder compiles")
+    integer_range_as_enum: int | None = Field(default=None, ge=1, description="an integer bounded to at most this many values "
+                                              "is sent as an enum (for decoders that ignore minimum/maximum)")
 
 
 class LLMSettings(_Strict):

@@ -58,12 +58,15 @@ def test_agreement_is_the_papers_quantity_with_and_without_endpoint():
     assert got["perfect_given_pass"] == 0.75 and got["not_perfect_given_fail"] == 0.75
 
 
-def test_zero_evidence_rows_leave_both_agreements():
-    rows = decided(_rows(CASES, zero=(3,)))
-    got = perfect_agreement(rows, None)["gcpc"]
-    assert got["n_fail"] == 3
-    assert got["agreement_endpoint_excluded"] == pytest.approx(6 / 7)
-    assert got["agreement_endpoint_included"] == pytest.approx(6 / 7)
+def test_zero_evidence_rows_stay_in_both_agreements():
+    """Perfect uses the official outcome, so zero-evidence rows stay (the paper excludes them from outcome-free
+    analyses only, §4.1; issue 35, item 1). Before, row 3 (AG on FAIL) left both agreements: 6/7 each."""
+    for zes in (None, 0.0):
+        got = perfect_agreement(decided(_rows(CASES, zero=(3,))), zes)["gcpc"]
+        assert got == perfect_agreement(decided(_rows(CASES)), zes)["gcpc"] | {"n_zero_evidence": 1}
+        assert got["n_fail"] == 4
+        assert got["agreement_endpoint_excluded"] == pytest.approx(6 / 8)
+        assert got["agreement_endpoint_included"] == pytest.approx(7 / 8)
 
 
 @pytest.mark.parametrize("cases", [list(c) for c in itertools.combinations(CASES, 3)][:12])

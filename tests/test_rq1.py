@@ -67,18 +67,19 @@ def test_rq1_auc_matches_sklearn_on_filtered_data():
     assert res["n_excluded_other"] == m.drop_duplicates("trajectory_id")["outcome"].eq("other").sum() > 0
     for arm in ("gcpc", "baseline"):
         arm_rows = kept[kept["arm"] == arm]
-        # paper §4: zero-evidence trajectories are excluded from every score's analysis by default,
-        # the outcome-using score included (it is defined for them), so all scores share one sample
-        sub = arm_rows[~arm_rows["zero_evidence"]]
-        y = sub["outcome"].eq("PASS")
-        for score in ("gcpc_plain", "gcpc_outcome"):
+        # paper §4.1: zero-evidence trajectories are excluded from outcome-free analyses (plain GCPC) by
+        # default; the outcome-using score is defined for them and keeps them (issue 35, item 1)
+        for score, sub in (("gcpc_plain", arm_rows[~arm_rows["zero_evidence"]]), ("gcpc_outcome", arm_rows)):
+            y = sub["outcome"].eq("PASS")
             e = res["arms"][arm][score]
             assert e["auc"] == pytest.approx(roc_auc_score(y, sub[score]), abs=1e-12)
             assert e["n"] == len(sub) and e["n_pass"] == y.sum() and e["n_fail"] == (~y).sum()
             assert e["n_tasks"] == sub["task_id"].nunique()
             assert e["ci_low"] <= e["auc"] <= e["ci_high"]
-            assert e["n_zero_evidence"] == e["n_dropped"] == arm_rows["zero_evidence"].sum() > 0
+            assert e["n_zero_evidence"] == arm_rows["zero_evidence"].sum() > 0
+            assert e["n_dropped"] == e["n_zero_evidence_excluded"] == (e["n_zero_evidence"] if score == "gcpc_plain" else 0)
             assert e["n_filled"] == 0
+        sub = arm_rows[~arm_rows["zero_evidence"]]
         for cond, e in res["by_condition"][arm]["gcpc_plain"].items():
             cs = sub[sub["condition"] == cond]
             assert e["auc"] == pytest.approx(roc_auc_score(cs["outcome"].eq("PASS"), cs["gcpc_plain"]))
@@ -131,7 +132,10 @@ def test_rq1_deltas():
     within = {(d["arm"], d["a"], d["b"]): d for d in res["deltas"]["within_arm"]}
     d = within[("gcpc", "gcpc_outcome", "gcpc_plain")]
     arm = res["arms"]["gcpc"]
-    assert d["delta"] == pytest.approx(arm["gcpc_outcome"]["auc"] - arm["gcpc_plain"]["auc"])
+    # paired on the rows both scores have: the outcome-using AUC there leaves out the zero-evidence rows it keeps alone
+    shared = m[m["outcome"].isin(["PASS", "FAIL"]) & (m["arm"] == "gcpc") & ~m["zero_evidence"]]
+    assert d["n"] == arm["gcpc_plain"]["n"] == len(shared) < arm["gcpc_outcome"]["n"]
+    assert d["delta"] == pytest.approx(roc_auc_score(shared["outcome"].eq("PASS"), shared["gcpc_outcome"]) - arm["gcpc_plain"]["auc"])
     between = res["deltas"]["between_arms"]
     assert {(b["score"], b["a"], b["b"]) for b in between} == {
         ("gcpc_plain", "baseline", "gcpc"), ("gcpc_outcome", "baseline", "gcpc")}

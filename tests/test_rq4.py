@@ -175,7 +175,10 @@ def test_schema_falsification_reads_the_audit_stage_coverage(tmp_path):
     assert "no 'schemes'" in schema_falsification([tmp_path / "other.json"])["reason"]
 
 
-def test_rq4_panel_b_excludes_zero_evidence_in_every_cell_by_default():
+def test_rq4_panel_b_excludes_zero_evidence_from_the_outcome_free_cell_only():
+    """§4.1: the exclusion is for outcome-free analyses; a cell whose score reads the outcome (endpoint or
+    propagation on) keeps the zero-evidence log, to which the outcome step gives a defined score (issue 35,
+    item 1; before, it left every cell)."""
     metrics, labels = _tables(seed=1)
     rq1_result = {"arms": {}}
     res = rq4(metrics, labels, rq1_result, FAST, scoring={})
@@ -183,11 +186,19 @@ def test_rq4_panel_b_excludes_zero_evidence_in_every_cell_by_default():
     assert len(ze) == 1
     kept = metrics[~metrics["trajectory_id"].isin(ze)]
     for name, cell in res["panel_b"]["gcpc"].items():
-        # the outcome step gives the all-Abstain log a defined score, yet it stays out of every cell
-        assert cell["n"] == len(kept) and cell["n_undefined"] == 1, name
+        if cell["endpoint"]:
+            assert cell["n"] == len(metrics) and cell["n_undefined"] == 0, name
+        elif cell["pass_propagation"]:  # kept, though still undefined (so dropped) on FAIL, where nothing is propagated
+            ze_outcome = metrics.loc[metrics["trajectory_id"].isin(ze), "outcome"].item()
+            assert cell["n"] == len(metrics) - (ze_outcome == "FAIL") and cell["n_undefined"] == (ze_outcome == "FAIL"), name
+        else:
+            assert cell["n"] == len(kept) and cell["n_undefined"] == 1, name
     on = res["panel_b"]["gcpc"]["endpoint on · propagation on"]
-    y = kept.outcome.eq("PASS")
-    assert on["separation"] == pytest.approx(kept.loc[y, "gcpc_outcome"].mean() - kept.loc[~y, "gcpc_outcome"].mean())
+    y = metrics.outcome.eq("PASS")
+    assert on["separation"] == pytest.approx(metrics.loc[y, "gcpc_outcome"].mean() - metrics.loc[~y, "gcpc_outcome"].mean())
+    recode = res["panel_c"]["abstain_as_no"]["gcpc"]
+    assert recode["outcome"]["standard"]["auc"]["n"] == len(metrics)
+    assert recode["plain"]["standard"]["auc"]["n"] == len(kept)
 
 
 def test_real_idle_floor_reads_action_free_logs_on_plain_gcpc():

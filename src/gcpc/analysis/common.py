@@ -122,16 +122,27 @@ OUTCOME_USING_SCORES = ("gcpc_outcome", "gcpc_per_test")
 """Scores that read the official outcome or verifier results (§4.1): never differenced against an outcome-blind arm."""
 
 
+def uses_outcome(score: str) -> bool:
+    """Whether a score reads the official outcome or verifier results (`OUTCOME_USING_SCORES`)."""
+    return str(score) in OUTCOME_USING_SCORES
+
+
 def outcome_free_values(frame: pd.DataFrame, score: str, zero_evidence_score: float | None) -> pd.Series:
     """Column ``score`` as every analysis uses it, with the paper's zero-evidence rule applied.
 
-    Paper §4: trajectories whose criteria all receive Abstain are excluded. With
-    ``zero_evidence_score`` None (the default) every zero-evidence row becomes NaN, whatever the arm
-    (for arms that cannot abstain, finalize marks an action-free log zero-evidence), so callers that
-    drop NaN exclude it. The named variant ``zero_evidence_score: 0.0`` instead scores an undefined
-    zero-evidence score as that value.
+    Paper §4.1: trajectories whose criteria all receive Abstain are excluded from *outcome-free*
+    analyses. For an outcome-free score, with ``zero_evidence_score`` None (the default) every
+    zero-evidence row becomes NaN, whatever the arm (for arms that cannot abstain, finalize marks an
+    action-free log zero-evidence), so callers that drop NaN exclude it; the named variant
+    ``zero_evidence_score: 0.0`` instead scores an undefined zero-evidence score as that value.
+    A score that uses the official outcome (`OUTCOME_USING_SCORES`: GCPC with official outcome,
+    per-test propagation) is returned as it is: the outcome step defines it on every PASS/FAIL
+    trajectory, zero-evidence ones included, and the paper keeps them there (Perfect likewise,
+    `rq1.perfect_agreement`).
     """
     vals = frame[score].astype(float)
+    if uses_outcome(score):
+        return vals
     # a table without the flag (older or hand-made): an undefined score is what zero evidence leaves
     ze = zero_evidence_mask(frame) if "zero_evidence" in frame else vals.isna()
     if zero_evidence_score is None:
@@ -187,7 +198,9 @@ def zero_evidence_text(zero_evidence_score: float | None) -> str:
     """How a table's note states the zero-evidence rule it used."""
     if zero_evidence_score is None:
         return ("Zero-evidence trajectories (every item Abstain; for arms that cannot abstain, a log with no tool output "
-                "or file content) are excluded, as in the paper (§4)")
+                "or file content) are excluded from the outcome-free scores; scores that use the official outcome "
+                f"({', '.join(OUTCOME_USING_SCORES)}, Perfect, RQ4's cells with the endpoint or propagation on) keep them, "
+                "as in the paper (§4.1)")
     return (f"Variant `zero_evidence_score: {zero_evidence_score:g}` (not the paper's setting): zero-evidence trajectories "
             f"are scored {zero_evidence_score:g} instead of excluded")
 

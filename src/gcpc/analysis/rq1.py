@@ -127,10 +127,11 @@ def decided(metrics: pd.DataFrame) -> pd.DataFrame:
 def score_values(rows: pd.DataFrame, score: str, zero_evidence_score: float | None) -> tuple[pd.DataFrame, dict[str, int]]:
     """Rows with column ``score`` made defined, and counts saying how.
 
-    Paper §4: zero-evidence trajectories (every item Abstain; for arms that cannot abstain, an
-    action-free log) are excluded — the default, ``zero_evidence_score`` None. The named variant
-    ``zero_evidence_score: 0.0`` scores an undefined zero-evidence score 0 instead. Rows whose score is
-    undefined for another reason are dropped either way.
+    Paper §4.1: zero-evidence trajectories (every item Abstain; for arms that cannot abstain, an
+    action-free log) are excluded from outcome-free scores — the default, ``zero_evidence_score`` None.
+    The named variant ``zero_evidence_score: 0.0`` scores an undefined zero-evidence score 0 instead.
+    A score that uses the official outcome keeps them (`common.outcome_free_values`). Rows whose score
+    is undefined for another reason are dropped either way.
     """
     raw = rows[score].astype(float)
     values = outcome_free_values(rows, score, zero_evidence_score)
@@ -138,6 +139,7 @@ def score_values(rows: pd.DataFrame, score: str, zero_evidence_score: float | No
     keep = values.notna()
     info = {
         "n_zero_evidence": int(ze.sum()),
+        "n_zero_evidence_excluded": int((ze & ~keep).sum()),
         "n_undefined": int(raw.isna().sum()),
         "n_filled": int((raw.isna() & values.notna()).sum()),
         "n_dropped": int((~keep).sum()),
@@ -246,20 +248,20 @@ def perfect_agreement(rows: pd.DataFrame, zero_evidence_score: float | None) -> 
     it is `perfect and PASS` (tests/test_perfect_agreement.py checks this against `is_perfect` on labels
     with the endpoint). `perfect_given_pass` / `not_perfect_given_fail` (endpoint excluded) are extras,
     not figures of the paper. Perfect uses the outcome, so it is reported on its own, never against an
-    outcome-blind arm. Zero-evidence trajectories are excluded as everywhere (default)."""
+    outcome-blind arm. Because it uses the outcome, zero-evidence trajectories are kept (the paper
+    excludes them from outcome-free analyses only, §4.1; `n_zero_evidence` counts them), whatever
+    ``zero_evidence_score`` says (it fills outcome-free scores only)."""
     out: dict[str, Any] = {}
     if "perfect" not in rows:
         return out
     for arm in sorted(rows["arm"].unique().tolist()):
         g = rows[(rows["arm"] == arm) & rows["perfect"].notna()]
-        if zero_evidence_score is None:
-            g = g[~zero_evidence_mask(g)]
         if g.empty:
             continue
         perfect = g["perfect"].astype(bool)
         is_pass = g[LABEL].astype(bool)
         n_pass, n_fail = int(is_pass.sum()), int((~is_pass).sum())
-        out[str(arm)] = {"n_pass": n_pass, "n_fail": n_fail,
+        out[str(arm)] = {"n_pass": n_pass, "n_fail": n_fail, "n_zero_evidence": int(zero_evidence_mask(g).sum()),
                          "agreement_endpoint_included": float(((perfect & is_pass) == is_pass).mean()),
                          "agreement_endpoint_excluded": float((perfect == is_pass).mean()),
                          "perfect_given_pass": float(perfect[is_pass].mean()) if n_pass else None,
@@ -453,7 +455,7 @@ def _table_rows(result: dict[str, Any]) -> tuple[list[tuple[str, ...]], int]:
             continue
         ci = "n/a" if e.get("ci_low") is None else f"[{_fmt(e['ci_low'])}, {_fmt(e['ci_high'])}]"
         rows.append((arm, score_name(result, arm, score), _fmt(e.get("auc")), ci, f"{e['n']} ({e['n_pass']}/{e['n_fail']})",
-                     str(e["n_tasks"]), str(e.get("n_zero_evidence", 0))))
+                     str(e["n_tasks"]), str(e.get("n_zero_evidence_excluded", e.get("n_zero_evidence", 0)))))
     return rows, level
 
 
@@ -469,7 +471,8 @@ def rq1_table_markdown(result: dict[str, Any]) -> str:
     lines.append(
         f"AUC vs official PASS; {level}% percentile CI from {result['config']['bootstrap']['n_resamples']} "
         f"task-clustered bootstrap resamples (seed {result['config']['bootstrap']['seed']}). "
-        f"{zero_evidence_text(zes)} (listed in rq1.json `zero_evidence_excluded`); "
+        f"{zero_evidence_text(zes)} (listed in rq1.json `zero_evidence_excluded`; column 'Zero-evidence' counts the rows "
+        f"each AUC left out); "
         f"{result['n_excluded_other']} trajectories with outcome other than PASS/FAIL excluded. "
         f"Scores {', '.join(s for s in OUTCOME_USING_SCORES)} use the official outcome: compare them only with each other."
     )

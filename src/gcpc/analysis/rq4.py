@@ -158,9 +158,9 @@ class LabelCounts:
 
 def _frame(scores: dict[str, float | None], meta: pd.DataFrame, zes: float | None,
            zero_evidence: set[str] | frozenset[str] = frozenset()) -> pd.DataFrame:
-    """Scores of one setting as an analysis frame. Paper §4 (zes None): zero-evidence trajectories are
-    excluded in every cell, even where the outcome step gives them a defined score, so all cells of
-    an arm use the same trajectories; the variant zes fills undefined scores instead."""
+    """Scores of one setting as an analysis frame. Paper §4.1 (zes None): the trajectories in
+    ``zero_evidence`` are excluded (the caller passes none for a cell whose score uses the outcome);
+    the variant zes fills undefined scores instead."""
     # hash lookups on object-dtype indexes: Arrow string `isin` builds one Python scalar per looked-up value
     ids = meta["trajectory_id"].to_numpy(dtype=object)
     at = pd.Index(list(scores), dtype=object).get_indexer(ids)
@@ -276,15 +276,22 @@ def rq4(metrics: pd.DataFrame, labels: pd.DataFrame | None, rq1_result: dict[str
             return None
         # the zero-evidence rule finalize recorded (as RQ1): all-Abstain, or an action-free log for TICK
         ze = zero_evidence_ids(metrics, arm) if zes is None else frozenset()
+
+        def excluded(endpoint: bool, prop: bool) -> frozenset[str]:
+            # §4.1: excluded from outcome-free scores only; a cell whose score reads the outcome (endpoint or
+            # propagation on) keeps them, as RQ1's gcpc_outcome does (issue 35, item 1)
+            return frozenset() if endpoint or prop else ze
+
         cells = {}
         for endpoint, prop in CELLS:
-            f = _frame(items.scores(outcomes, endpoint=endpoint, propagation=prop), meta, zes, ze)
+            f = _frame(items.scores(outcomes, endpoint=endpoint, propagation=prop), meta, zes, excluded(endpoint, prop))
             cells[_cell_name(endpoint, prop)] = {"endpoint": endpoint, "pass_propagation": prop, **separation_entry(f, boot)}
         plain = _frame(items.scores(outcomes, endpoint=False, propagation=False, outcome_step=False), meta, zes, ze)
         plain_no = _frame(items.scores(outcomes, endpoint=False, propagation=False, outcome_step=False,
                                        abstain_as_no=True), meta, zes, ze)
-        out_std = _frame(items.scores(outcomes, endpoint=conf_endpoint, propagation=conf_prop), meta, zes, ze)
-        out_no = _frame(items.scores(outcomes, endpoint=conf_endpoint, propagation=conf_prop, abstain_as_no=True), meta, zes, ze)
+        ze_out = excluded(conf_endpoint, conf_prop)
+        out_std = _frame(items.scores(outcomes, endpoint=conf_endpoint, propagation=conf_prop), meta, zes, ze_out)
+        out_no = _frame(items.scores(outcomes, endpoint=conf_endpoint, propagation=conf_prop, abstain_as_no=True), meta, zes, ze_out)
         recoded = {kind: {setting: {"auc": _auc_ci(f, boot), "separation": separation_entry(f, boot)}
                           for setting, f in (("standard", std), ("abstain_as_no", rec))}
                    for kind, std, rec in (("plain", plain, plain_no), ("outcome", out_std, out_no))}

@@ -18,6 +18,7 @@ from demo_outputs import ROOT
 from gcpc.analysis.annotations import read_annotations
 from gcpc.annotate.app import create_app
 from gcpc.annotate.study import (
+    Q3_TRAJECTORIES,
     ProtocolError,
     Study,
     export_jsonl,
@@ -217,7 +218,7 @@ def _answer_everything(client, study: Study, annotator: str, rng_seed: int, metr
 
 def test_protocol_order_blind_throughout_and_resumable(demo):
     work, params = demo
-    db = _study(work, params, "order", annotators=("A1", "A2"), n_tasks=2, per_task=3)
+    db = _study(work, params, "order", annotators=("A1", "A2"), n_tasks=2, per_task=3, q3_per_task=2, q3_trajectories=None)
     study = Study(db)
     trajs = _trajectories(work)
     metrics = pd.read_parquet(work / "data/processed/finalize/metrics.parquet")
@@ -265,16 +266,35 @@ def test_protocol_order_blind_throughout_and_resumable(demo):
 def test_q3_subset_is_seeded_shared_by_the_task_raters_and_configurable(demo):
     work, _ = demo
     trajs = list(_trajectories(work).values())
-    plan = plan_study(trajs, ["A1", "A2", "A3"], overlap=2, seed=5, per_task=3)
-    assert plan.q3 == plan_study(trajs, ["A1", "A2", "A3"], overlap=2, seed=5, per_task=3).q3
+    plan = plan_study(trajs, ["A1", "A2", "A3"], overlap=2, seed=5, per_task=3, q3_per_task=2, q3_trajectories=None)
+    assert plan.q3 == plan_study(trajs, ["A1", "A2", "A3"], overlap=2, seed=5, per_task=3, q3_per_task=2, q3_trajectories=None).q3
     for key, ids in plan.trajectories.items():
         assert len(plan.q3[key]) == min(2, len(ids)) and set(plan.q3[key]) <= set(ids)
-    everyone = plan_study(trajs, ["A1", "A2"], overlap=2, seed=5, per_task=3, q3_per_task=None)
+    everyone = plan_study(trajs, ["A1", "A2"], overlap=2, seed=5, per_task=3, q3_trajectories=None)
     assert everyone.q3 == everyone.trajectories
-    one = plan_study(trajs, ["A1", "A2"], overlap=2, seed=5, per_task=3, q3_per_task=1)
+    one = plan_study(trajs, ["A1", "A2"], overlap=2, seed=5, per_task=3, q3_per_task=1, q3_trajectories=None)
     assert all(len(v) == 1 for v in one.q3.values())
     with pytest.raises(ValueError, match="q3_per_task must be at least 1"):
         plan_study(trajs, ["A1"], overlap=1, q3_per_task=0)
+    with pytest.raises(ValueError, match="q3_trajectories must be at least 1"):
+        plan_study(trajs, ["A1"], overlap=1, q3_trajectories=0)
+
+
+def test_q3_default_is_the_papers_five_trajectories_each_rated_by_two(demo):
+    """Paper §4.3: Q3 "was then conducted on five selected trajectories, each evaluated by two annotators"
+    (issue 35, item 2; before, the default was 2 per task: 12 on this plan)."""
+    work, _ = demo
+    trajs = list(_trajectories(work).values())
+    plan = plan_study(trajs, ["A1", "A2", "A3"], seed=5)
+    chosen = [t for ids in plan.q3.values() for t in ids]
+    assert len(chosen) == len(set(chosen)) == Q3_TRAJECTORIES == 5
+    assert sum(bool(v) for v in plan.q3.values()) == min(5, len(plan.trajectories))  # spread: one per task first
+    for t in chosen:
+        assert sum(t in ids for ids in plan.assignments.values()) == 2  # each rated by two annotators
+    assert plan.q3 == plan_study(trajs, ["A1", "A2", "A3"], seed=5).q3
+    assert plan.q3 != plan_study(trajs, ["A1", "A2", "A3"], seed=6).q3
+    capped = plan_study(trajs, ["A1", "A2", "A3"], seed=5, n_tasks=2, q3_per_task=1)
+    assert sum(map(len, capped.q3.values())) == 2
 
 
 # --------------------------------------------------------------------------- export / import
@@ -298,9 +318,9 @@ def test_export_is_the_rq2_format_and_round_trips(demo, tmp_path):
                                                                .read_text().splitlines())}
     task_of = {t.trajectory_id: t.task_id for t in _trajectories(work).values()}
     assert all(hashes[task_of[r["trajectory"]]] == r["checklist_hash"] for _, r in ann.criteria.iterrows())
-    # Q3 only on the subset: 2 trajectories per task, the same ones for both annotators
+    # Q3 only on the subset: the paper's five trajectories, the same ones for both annotators
     q3_units = ann.criteria[["annotator", "trajectory"]].drop_duplicates()
-    assert len(q3_units) == 2 * 2 * 2
+    assert len(q3_units) == 5 * 2
     assert set(q3_units[q3_units["annotator"] == "A1"]["trajectory"]) == set(q3_units[q3_units["annotator"] == "A2"]["trajectory"])
     # same plan, fresh database: import the export, export again: byte-identical
     db2 = _study(work, params, "export2", annotators=("A1", "A2"), n_tasks=2, per_task=3)

@@ -189,14 +189,15 @@ def test_two_annotators_complete_the_protocol_export_and_rq2_runs(demo, browser,
     db = tmp_path / "study.sqlite"
     study_from_outputs(db, params, ["A1", "A2"], ingest_dir=work / "data/processed/ingest",
                        synth_dir=work / "data/processed/synthesize", protocol_path=ROOT / "prompts/annotation/protocol.yaml",
-                       illustrative=True, description="browser test", overlap=2, n_tasks=2, per_task=3, seed=1)
+                       illustrative=True, description="browser test", overlap=2, n_tasks=2, per_task=3, seed=1,
+                       q3_per_task=2, q3_trajectories=None)  # 2 per task here; the paper's default (5 in all) is in test_annotate
     ids = [r[0] for r in Study(db).con.execute("SELECT trajectory_id FROM identities")]
     page, errors = _page(browser)
     with serve_app(create_app(db)) as base:
         for salt, annotator in enumerate(("A1", "A2")):
             order: list[str] = []
             counts = _complete_protocol(page, base, annotator, salt, ids, order)
-            assert counts == {"rate": 6, "items": 4, "pair": 6}  # Q3 on the default subset: 2 of each task's 3
+            assert counts == {"rate": 6, "items": 4, "pair": 6}  # Q3 on a subset of 2 of each task's 3
             # the paper's order, task by task: Q1/Q1b, then Q2, both before the checklist (Q3)
             assert order == (["rate"] * 3 + ["pair"] * 3 + ["items"] * 2) * 2
         page.goto(base + "/")

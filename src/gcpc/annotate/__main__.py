@@ -7,13 +7,13 @@ import json
 import sys
 from pathlib import Path
 
-from gcpc.annotate.study import PROTOCOL, Q3_PER_TASK, Study, export_jsonl, import_annotations, study_from_outputs
+from gcpc.annotate.study import PROTOCOL, Q3_TRAJECTORIES, Study, export_jsonl, import_annotations, study_from_outputs
 
 DEFAULT_DB = Path("annotation/study.sqlite")
 
 
 def _q3_size(text: str) -> int | None:
-    """`--q3-per-task`: a positive count, or 'all'."""
+    """`--q3-trajectories` / `--q3-per-task`: a positive count, or 'all'."""
     if text == "all":
         return None
     if not text.isdigit() or int(text) < 1:
@@ -30,7 +30,8 @@ def _init(ns: argparse.Namespace) -> None:
     plan = study_from_outputs(
         ns.db, load_params(ns.params), annotators, protocol_path=ns.protocol, description=ns.description,
         illustrative=ns.illustrative, overlap=ns.overlap, seed=ns.seed, n_tasks=ns.n_tasks, per_task=ns.per_task,
-        max_pairs_per_task=ns.max_pairs_per_task, tasks=ns.task or None, q3_per_task=ns.q3_per_task)
+        max_pairs_per_task=ns.max_pairs_per_task, tasks=ns.task or None, q3_per_task=ns.q3_per_task,
+        q3_trajectories=ns.q3_trajectories)
     n = sum(len(v) for v in plan.trajectories.values())
     print(f"study {ns.db}: {n} trajectories of {len(plan.trajectories)} tasks, {len(annotators)} annotators, "
           f"overlap {ns.overlap}; {len(plan.excluded)} exclusions (listed in the study's meta 'excluded')")
@@ -68,9 +69,12 @@ def main(argv: list[str] | None = None) -> int:
         sp.add_argument("--n-tasks", type=int, default=None, help="sample this many tasks (default: all)")
         sp.add_argument("--per-task", type=int, default=None, help="sample this many trajectories per task (default: all)")
         sp.add_argument("--max-pairs-per-task", type=int, default=None, help="sample Q2 pairs per task (default: all pairs)")
-        sp.add_argument("--q3-per-task", type=_q3_size, default=Q3_PER_TASK,
-                        help=f"trajectories per task whose checklist items are labelled (Q3), a seeded subset shared by the "
-                             f"task's annotators; 'all' = every trajectory (default {Q3_PER_TASK})")
+        sp.add_argument("--q3-trajectories", type=_q3_size, default=Q3_TRAJECTORIES,
+                        help=f"trajectories of the whole study whose checklist items are labelled (Q3), a seeded draw "
+                             f"round-robin over tasks, each rated by its task's --overlap annotators; 'all' = every "
+                             f"trajectory (default {Q3_TRAJECTORIES}: the paper's five, each rated by two annotators)")
+        sp.add_argument("--q3-per-task", type=_q3_size, default=None,
+                        help="at most this many per task in the Q3 draw ('all' or unset: no cap)")
         sp.add_argument("--task", action="append", help="only this task (repeatable; task id or benchmark/task_id)")
         sp.add_argument("--description", default="", help="study description, exported in the meta record")
         sp.add_argument("--illustrative", action="store_true", help="mark the export as not real human data (tests, demos)")

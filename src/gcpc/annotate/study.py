@@ -10,7 +10,8 @@ one table the web pages never read, only export does.
 Protocol per annotator and task, in the paper's order (§4.3; docs/annotation-app.md): Q1 and Q1b
 for every assigned trajectory of the task, then the task's pairs (Q2), all before any checklist is
 shown; then the checklist is revealed and the items of a subset of the task's trajectories are
-labelled (Q3; `q3_per_task`, the same subset for every annotator of the task). Answers are saved
+labelled (Q3; by default the paper's five trajectories of the study, `Q3_TRAJECTORIES`, the same
+subset for every annotator of the task). Answers are saved
 as they are submitted, so a session resumes where it stopped. Export writes the format of
 docs/annotations.md; import reads it back.
 """
@@ -106,22 +107,56 @@ class StudyPlan:
     q3: dict[str, list[str]] = field(default_factory=dict)  # task key -> trajectory ids whose items get Q3 (sorted)
 
 
-Q3_PER_TASK = 2
-"""Default Q3 subset: trajectories per task whose checklist items are labelled. The paper asks Q3 on a
-subset (§4.3) without a size this repository could find; 2 per task is the project's documented choice."""
+Q3_TRAJECTORIES = 5
+"""Default Q3 subset, the paper's (§4.3): Q3 "was then conducted on five selected trajectories, each
+evaluated by two annotators". Five trajectories of the whole study, drawn with a seed round-robin over
+its tasks (one per task in a seeded task order, then a second, ...); each is rated by its task's
+`overlap` annotators (default 2, the paper's two). The paper does not say how it selected them."""
+
+Q3_PER_TASK: int | None = None
+"""Optional cap per task on the Q3 subset before the study-wide draw (None: no cap)."""
+
+
+def q3_subset(chosen: dict[str, list[str]], *, seed: int, q3_per_task: int | None = Q3_PER_TASK,
+              q3_trajectories: int | None = Q3_TRAJECTORIES) -> dict[str, list[str]]:
+    """Task key -> the trajectories whose checklist items get Q3 (sorted; [] for a task without any).
+
+    Each task's pool is its chosen trajectories, or a seeded `q3_per_task` of them; then, unless
+    `q3_trajectories` is None (every pooled trajectory), that many are drawn from the pools: tasks in a
+    seeded order, one seeded trajectory per task and round, so the subset spreads over tasks. Its own
+    seeded draws, so it leaves the assignment and pair draws as they were."""
+    pool = {k: ids if q3_per_task is None or q3_per_task >= len(ids)
+            else sorted(random.Random(f"q3:{seed}:{k}").sample(ids, q3_per_task)) for k, ids in chosen.items()}
+    if q3_trajectories is None:
+        return pool
+    rng = random.Random(f"q3-study:{seed}")
+    order = sorted(pool)
+    rng.shuffle(order)
+    queues = {k: rng.sample(pool[k], len(pool[k])) for k in order}
+    picked: dict[str, list[str]] = {k: [] for k in pool}
+    left = q3_trajectories
+    while left > 0 and any(queues.values()):
+        for k in order:
+            if left > 0 and queues[k]:
+                picked[k].append(queues[k].pop(0))
+                left -= 1
+    return {k: sorted(v) for k, v in picked.items()}
 
 
 def plan_study(trajectories: Sequence[Trajectory], annotators: Sequence[str], *, overlap: int = 2, seed: int = 0,
                n_tasks: int | None = None, per_task: int | None = None, max_pairs_per_task: int | None = None,
-               tasks: Sequence[str] | None = None, q3_per_task: int | None = Q3_PER_TASK) -> StudyPlan:
+               tasks: Sequence[str] | None = None, q3_per_task: int | None = Q3_PER_TASK,
+               q3_trajectories: int | None = Q3_TRAJECTORIES) -> StudyPlan:
     """Task-level assignment with overlap: each chosen task goes to `overlap` annotators (the least
     loaded, ties broken by a seeded order), who rate all its chosen trajectories, so Q2 pairs exist
-    and every rated unit has `overlap` raters for agreement. Q3 is asked on `q3_per_task` of each
-    task's trajectories (None = all), a seeded sample shared by the task's annotators so Q3 units
-    keep `overlap` raters. Deterministic for a given seed.
+    and every rated unit has `overlap` raters for agreement. Q3 is asked on `q3_subset`: by default
+    the paper's five trajectories of the study, each rated by its task's `overlap` annotators (shared
+    by them, so Q3 units keep `overlap` raters). Deterministic for a given seed.
     """
     if q3_per_task is not None and q3_per_task < 1:
         raise ValueError(f"q3_per_task must be at least 1 (or None for every trajectory), got {q3_per_task}")
+    if q3_trajectories is not None and q3_trajectories < 1:
+        raise ValueError(f"q3_trajectories must be at least 1 (or None for every trajectory), got {q3_trajectories}")
     annotators = list(annotators)
     if len(set(annotators)) != len(annotators) or not annotators:
         raise ValueError("annotators must be a non-empty list of distinct ids")
@@ -160,9 +195,7 @@ def plan_study(trajectories: Sequence[Trajectory], annotators: Sequence[str], *,
     tie = {a: n for n, a in enumerate(order)}
     assignments: dict[str, list[str]] = {a: [] for a in annotators}
     pairs: dict[str, list[tuple[str, str]]] = {}
-    # the Q3 subset has its own seeded draw per task, so it leaves the assignment and pair draws as they were
-    q3 = {k: ids if q3_per_task is None or q3_per_task >= len(ids)
-          else sorted(random.Random(f"q3:{seed}:{k}").sample(ids, q3_per_task)) for k, ids in chosen.items()}
+    q3 = q3_subset(chosen, seed=seed, q3_per_task=q3_per_task, q3_trajectories=q3_trajectories)
     for k in keys:
         ids = chosen[k]
         raters = sorted(annotators, key=lambda a: (load[a], tie[a]))[:overlap]
@@ -274,7 +307,7 @@ def study_from_outputs(db_path: str | Path, params: dict[str, Any], annotators: 
     max_chars = int((params.get("judging") or {}).get("max_event_chars", 4000))
     create_study(db_path, trajectories, tasks, checklists, plan, max_event_chars=max_chars, protocol=load_protocol(protocol_path),
                  description=description, illustrative=illustrative,
-                 extra_meta={"plan": {"q3_per_task": Q3_PER_TASK} | plan_options, "data": (params.get("data") or {}).get("name")})
+                 extra_meta={"plan": {"q3_per_task": Q3_PER_TASK, "q3_trajectories": Q3_TRAJECTORIES} | plan_options, "data": (params.get("data") or {}).get("name")})
     return plan
 
 

@@ -203,3 +203,17 @@ def test_trajectory_pages_embed_gzipped_json_that_round_trips_deterministically(
     html = f'<script type="application/gzip+base64" id="audit-data">{a}</script>'
     assert embedded_data(html) == obj
     assert len(a) < len(json.dumps(obj)) / 4
+
+
+def test_tick_analysis_is_shown_before_its_questions(demo, tmp_path):
+    """Issue 35, item 3: the TICK generator's analysis is in each TICK arm's page data and the page shows it
+    above the questions."""
+    work, params = demo
+    build_site(_inputs(work, params), tmp_path / "site")
+    page = sorted((tmp_path / "site" / "t").iterdir())[0]
+    ticks = [a for a in _embedded(page)["arms"] if a.get("kind") == "tick" and a["status"] == "ok"]
+    assert ticks, "the composed arm set has no TICK arm"
+    for a in ticks:
+        assert a["analysis"].startswith("Heuristic analysis (rule-based, not an LLM):")
+    js = (Path(__file__).resolve().parents[1] / "src/gcpc/report/templates/audit.js").read_text(encoding="utf-8")
+    assert js.index("Analysis (before the questions): ") < js.index('table(["question", "verdict"]')

@@ -233,12 +233,17 @@ def test_arms_label_the_synthetic_run_as_the_rules_say(tmp_path):
 
 
 def test_tick_rejects_repeated_or_empty_questions():
+    a = "The instruction asks for one thing."
     with pytest.raises(ValueError, match="distinct"):
-        check_distinct_questions(TickChecklist(questions=["Is it done?", "Is  it done?"]), None)
+        check_distinct_questions(TickChecklist(analysis=a, questions=["Is it done?", "Is  it done?"]), None)
     with pytest.raises(ValueError, match="empty"):
-        check_distinct_questions(TickChecklist(questions=["Is it done?", " "]), None)
+        check_distinct_questions(TickChecklist(analysis=a, questions=["Is it done?", " "]), None)
+    with pytest.raises(ValueError, match="analysis must not be empty"):
+        check_distinct_questions(TickChecklist(analysis="  ", questions=["Is it done?", "Is it checked?"]), None)
     with pytest.raises(Exception, match="at least 2|too_short"):
-        TickChecklist(questions=["Only one?"])
+        TickChecklist(analysis=a, questions=["Only one?"])
+    with pytest.raises(Exception, match="analysis"):
+        TickChecklist(questions=["Is it done?", "Is it checked?"])  # the analysis is part of the reply
 
 
 def test_every_arm_regenerates_through_replay_with_zero_calls(tmp_path):
@@ -262,3 +267,18 @@ def test_every_arm_regenerates_through_replay_with_zero_calls(tmp_path):
         # a request that was never recorded is an error, not a silent new call
         with pytest.raises(Exception, match="no recorded response"):
             run_arm(spec, [trajectory(EVENTS[:5], "-new")], tmp_path / f"{name}-empty.jsonl", llm=replay)
+
+
+def test_tick_judgments_record_the_generators_analysis(tmp_path):
+    """TICK's analysis (written before the questions) is recorded on every judgment of the task; the heuristic
+    provider writes one too, labelled as the rules' and the same on every run (issue 35, item 3)."""
+    arms = single_arm_configs()
+    traj = trajectory(EVENTS)
+    for name in ("tick", "tick_adapted"):
+        runs = [run_arm(arm_spec(params_with(arms), name), [traj], tmp_path / f"{name}{n}.jsonl")[0][0] for n in (1, 2)]
+        assert runs[0].status == "ok"
+        assert runs[0].analysis and runs[0].analysis.startswith("Heuristic analysis (rule-based, not an LLM):")
+        assert runs[0].analysis == runs[1].analysis
+        assert f"{len(runs[0].labels)} of them become questions" in runs[0].analysis
+    holistic = run_arm(arm_spec(params_with(arms), "holistic"), [traj], tmp_path / "h.jsonl")[0][0]
+    assert holistic.analysis is None

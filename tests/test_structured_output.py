@@ -68,8 +68,9 @@ def test_judge_schema_limits_labels_and_text_lengths():
 
 def test_tick_and_holistic_schemas():
     tick = jsonschema.Draft202012Validator(tick_checklist_schema())
-    assert tick.is_valid({"questions": ["a?", "b?"]})
-    assert not tick.is_valid({"questions": ["a?"]}) and not tick.is_valid({"questions": ["q?"] * 9})
+    assert tick.is_valid({"analysis": "an", "questions": ["a?", "b?"]})
+    assert not tick.is_valid({"analysis": "an", "questions": ["a?"]}) and not tick.is_valid({"analysis": "an", "questions": ["q?"] * 9})
+    assert not tick.is_valid({"questions": ["a?", "b?"]}) and not tick.is_valid({"analysis": "", "questions": ["a?", "b?"]})
     answer = jsonschema.Draft202012Validator(tick_answer_schema())
     assert answer.is_valid({"reasoning": "r", "verdict": "NO"}) and not answer.is_valid({"reasoning": "r", "verdict": "MAYBE"})
     holistic = jsonschema.Draft202012Validator(holistic_schema())

@@ -86,3 +86,21 @@ def test_each_question_answered_alone_with_reasoning_before_yes_or_no():
 def test_score_is_the_fraction_of_yes():
     labels = [ItemLabel(item_id=f"q{i:02d}", route="judge", label=lab) for i, lab in enumerate(["Yes", "No", "Yes", "Yes", "No"], 1)]
     assert gcpc_score(labels) == 3 / 5
+
+
+def test_reply_carries_the_analysis_before_the_questions():
+    """Published TICK has the model analyse the instruction before it writes the questions ("Analysis: … /
+    Answer:"); the JSON reply has a field for it, first, and the prompt asks for it (issue 35, item 3)."""
+    from gcpc.llm.schemas import TickChecklist
+
+    assert list(TickChecklist.model_fields) == ["analysis", "questions"]
+    schema = tick_checklist_schema(**LIMITS)
+    assert list(schema["properties"]) == ["analysis", "questions"] and schema["required"] == ["analysis", "questions"]
+    assert schema["properties"]["analysis"]["minLength"] == 1
+    text = _flat(_text("generate.jinja"))
+    assert 'write your analysis' in text and 'in the reply\'s "analysis" field, which comes before the questions' in text
+    prefix = _text("generate.jinja").split("\n===\n")[0]
+    replies = re.findall(r"^INSTRUCTION:\n.+\n(\{.+\})$", prefix, re.MULTILINE)
+    assert len(replies) == 4
+    for reply in replies:
+        assert list(json.loads(reply)) == ["analysis", "questions"] and json.loads(reply)["analysis"].strip()

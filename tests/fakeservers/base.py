@@ -74,7 +74,8 @@ def default_responder(ctx: Ctx) -> str:
         return json.dumps({"verdicts": verdicts})
     h = int(hashlib.sha256(ctx.user.encode()).hexdigest(), 16)
     if ctx.schema_name == "TickChecklist":
-        return json.dumps({"questions": ["Does the agent complete what the instruction asks?", "Is the result checked?"]})
+        return json.dumps({"analysis": "The instruction asks for one task; its result should be checked.",
+                           "questions": ["Does the agent complete what the instruction asks?", "Is the result checked?"]})
     if ctx.schema_name == "TickAnswer":
         return json.dumps({"reasoning": f"fake reasoning {h % 997}", "verdict": ["YES", "NO"][h % 2]})
     if ctx.schema_name == "HolisticJudgment":

@@ -40,6 +40,8 @@ class Judgment(BaseModel):
     score: float | None = Field(default=None, description="holistic arms: the judge's 0-10 score; floor arms: the floor score "
                                                           "in [0, 1] (labels stay empty)")
     rationale: str | None = Field(default=None, description="holistic arms: the judge's short rationale")
+    analysis: str | None = Field(default=None, description="TICK arms: the question generator's analysis of the instruction, "
+                                                          "written before its questions (one per task, the same on each of its judgments)")
     floor: dict[str, int | list[int]] | None = Field(
         default=None, description="floor arms (no model): the outcome-blind features of the judge-visible log behind `score`")
     input_cuts: dict[str, Any] = Field(default_factory=dict, description="what the judge view removed from the log "

@@ -1,7 +1,9 @@
 """TICK (Cook et al. 2024, "TICKing All the Boxes"), as published and adapted to agent trajectories.
 
-1. Generation: from the task instruction alone, the judge model writes 2-8 yes/no questions whose
-   YES answer means a requirement is met (one call per task; `generate.jinja`).
+1. Generation: from the task instruction alone, the judge model first analyses the instruction, then
+   writes 2-8 yes/no questions whose YES answer means a requirement is met (one call per task;
+   `generate.jinja`; the reply's `analysis` comes before its `questions` and is recorded on every
+   judgment of the task as `Judgment.analysis`).
 2. Evaluation: every question is judged in its own call (not batched), given the instruction, the
    rendered trajectory and that one question; the judge reasons first, then answers YES or NO
    (`judge.jinja`). There is no abstention and no evidence citation, so no evidence gate.
@@ -33,8 +35,10 @@ LIMITS = {"min_questions": 2, "max_questions": 8}
 
 
 def check_distinct_questions(parsed: BaseModel, request: LLMRequest) -> None:
-    """Reject (and so retry) a checklist with empty or repeated questions."""
+    """Reject (and so retry) a checklist with an empty analysis or empty or repeated questions."""
     assert isinstance(parsed, TickChecklist)
+    if not parsed.analysis.strip():
+        raise ValueError("analysis must not be empty")
     stripped = [" ".join(q.split()) for q in parsed.questions]
     if any(not q for q in stripped):
         raise ValueError("questions must not be empty")
@@ -75,7 +79,7 @@ def judge_tick_arm(inputs: ArmInputs, *, arm: ArmSpec, llm_cfg: dict[str, Any], 
     gen_results = dict(zip(keys, client.run(gen_requests, TickChecklist, check=check_distinct_questions,
                                             desc=f"{arm.name} questions"), strict=True))
 
-    pending: list[tuple[Trajectory, list[str], str, list[LLMRequest]]] = []
+    pending: list[tuple[Trajectory, list[str], str, str, list[LLMRequest]]] = []
     for traj in inputs.trajectories:
         key = task_key(traj)
         if key not in inputs.tasks:
@@ -87,7 +91,8 @@ def judge_tick_arm(inputs: ArmInputs, *, arm: ArmSpec, llm_cfg: dict[str, Any], 
             out.append(Judgment(**judgment_fields(traj, arm, llm_cfg, evidence_gate=False), checklist_hash="",
                                 request_key=generated.key, status="failed", error=f"question generation failed: {generated.error}"))
             continue
-        questions = [" ".join(q.split()) for q in TickChecklist.model_validate(generated.parsed).questions]
+        checklist = TickChecklist.model_validate(generated.parsed)
+        questions = [" ".join(q.split()) for q in checklist.questions]
         try:
             requests = build_question_requests(traj, inputs.tasks[key].instruction, questions, arm=arm, llm_cfg=llm_cfg,
                                                template=judge_template)
@@ -95,14 +100,14 @@ def judge_tick_arm(inputs: ArmInputs, *, arm: ArmSpec, llm_cfg: dict[str, Any], 
             out.append(Judgment(**judgment_fields(traj, arm, llm_cfg, evidence_gate=False), checklist_hash="",
                                 request_key=generated.key, status="skipped", error=str(exc)))
             continue
-        pending.append((traj, questions, generated.key, requests))
+        pending.append((traj, questions, checklist.analysis, generated.key, requests))
 
-    answers = client.run([r for p in pending for r in p[3]], TickAnswer, desc=f"judge {arm.name}")
+    answers = client.run([r for p in pending for r in p[4]], TickAnswer, desc=f"judge {arm.name}")
     at = 0
-    for traj, questions, gen_key, requests in pending:
+    for traj, questions, analysis, gen_key, requests in pending:
         mine, at = answers[at:at + len(requests)], at + len(requests)
         common = judgment_fields(traj, arm, llm_cfg, evidence_gate=False) | {
-            "checklist_hash": content_hash({"questions": questions}), "request_key": gen_key}
+            "checklist_hash": content_hash({"questions": questions}), "request_key": gen_key, "analysis": analysis}
         failed = [(n, r) for n, r in enumerate(mine, 1) if not r.ok or r.parsed is None]
         if failed:
             n, r = failed[0]

@@ -52,7 +52,7 @@ class RecordingClient:
     def run(self, requests: list[LLMRequest], output_type: type[BaseModel], **_: Any) -> list[CallResult]:
         self.requests.extend(requests)
         if output_type.__name__ == "TickChecklist":
-            parsed = {"questions": [f"{ASSUMED_QUESTION} ({n})" for n in range(1, self.max_questions + 1)]}
+            parsed = {"analysis": "estimate: assumed", "questions": [f"{ASSUMED_QUESTION} ({n})" for n in range(1, self.max_questions + 1)]}
             return [CallResult(key=r.key, ok=True, parsed=parsed, attempts=0) for r in requests]
         return [CallResult(key=r.key, ok=False, parsed=None, attempts=0, error="estimate: not sent") for r in requests]
 

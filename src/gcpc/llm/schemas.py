@@ -58,8 +58,9 @@ SCHEMAS: dict[str, type[BaseModel]] = {
 
 
 class TickChecklist(Strict):
-    """TICK step 1: yes/no questions generated from the instruction alone."""
+    """TICK step 1: yes/no questions generated from the instruction alone, after an analysis of it."""
 
+    analysis: str = Field(min_length=1, description="analysis of the instruction, written before the questions")
     questions: list[str] = Field(min_length=2, max_length=8,
                                  description="2 to 8 yes/no questions; YES means the instruction's requirement is met")
 
@@ -97,6 +98,7 @@ QUOTE_MAX_CHARS = 300
 MAX_EVIDENCE = 3
 TICK_QUESTION_MAX_CHARS = 400
 TICK_REASONING_MAX_CHARS = 1500
+TICK_ANALYSIS_MAX_CHARS = 1500
 RATIONALE_MAX_CHARS = 600
 
 
@@ -135,8 +137,11 @@ def checklist_judgment_schema(item_ids: Sequence[str], *, reason_max: int = REAS
 
 
 def tick_checklist_schema(*, min_questions: int = 2, max_questions: int = 8,
-                          question_max: int = TICK_QUESTION_MAX_CHARS) -> dict[str, Any]:
-    return _obj("TickChecklist", {"questions": {
+                          question_max: int = TICK_QUESTION_MAX_CHARS, analysis_max: int = TICK_ANALYSIS_MAX_CHARS) -> dict[str, Any]:
+    # the analysis first: published TICK has the model analyse the instruction before it writes the questions
+    return _obj("TickChecklist", {"analysis": {"type": "string", "minLength": 1, "maxLength": analysis_max,
+                                               "description": "analysis of the instruction, written before the questions"},
+                                  "questions": {
         "type": "array", "items": {"type": "string", "minLength": 1, "maxLength": question_max},
         "minItems": min_questions, "maxItems": max_questions,
         "description": f"{min_questions} to {max_questions} yes/no questions; YES means the instruction's requirement is met"}})

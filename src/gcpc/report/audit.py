@@ -235,7 +235,7 @@ def trajectory_page(traj: Trajectory, inp: AuditInputs) -> dict[str, Any]:
         arms.append({"arm": arm, "kind": j.kind, "status": j.status, "error": j.error, "provider": j.provider,
                      "model": j.model, "request_key": j.request_key, "evidence_gate": j.evidence_gate,
                      "checklist_hash": j.checklist_hash, "prompt_hash": inp.template_hashes[arm].get(j.request_key or ""),
-                     "score": j.score, "rationale": j.rationale, "floor": j.floor, "metrics": metrics, "labels": labels,
+                     "score": j.score, "rationale": j.rationale, "analysis": j.analysis, "floor": j.floor, "metrics": metrics, "labels": labels,
                      "endpoint": endpoint, "primary": arm == inp.primary_arm})
     checklist = None
     if cl is not None:

@@ -10,7 +10,9 @@ Rules (summarised in docs/heuristic-provider.md):
     ', and ', ' and then '; still fewer: one more question asks about the whole instruction
     ("Was the instruction as a whole carried out? <instruction>"). An empty instruction gives no
     question, which the schema rejects (at least 2), so the arm reports that task as failed.
-  * A question reads "Is the following requirement of the instruction met? <unit>".
+  * A question reads "Is the following requirement of the instruction met? <unit>". The reply's
+    `analysis`, written before the questions, is a labelled count of what these rules found
+    ("Heuristic analysis (rule-based, not an LLM): ...", `tick_analysis`).
   * Answering one question: its anchors (concrete tokens of the question) go through the same
     search as a GCPC item (judge.py). Yes -> YES; No or Abstain -> NO, because TICK has no
     abstention: a requirement the log does not show as met is answered NO. The reasoning quotes
@@ -102,7 +104,19 @@ def generate_tick_checklist(inputs: dict[str, Any]) -> dict[str, Any]:
     whole = " ".join(inputs["instruction"].split())
     if len(questions) < lo and whole:
         questions.append(_within(WHOLE_PREFIX, whole))
-    return {"questions": questions}
+    return {"analysis": tick_analysis(inputs["instruction"], questions), "questions": questions}
+
+
+def tick_analysis(instruction: str, questions: list[str]) -> str:
+    """The reply's analysis (written before the questions, as TICK asks): what the rules found, labelled as
+    the heuristic's and not a model's reading; deterministic, from the instruction and the questions only."""
+    units = instruction_units(instruction)
+    n_req = sum(_is_requirement(u) for u in dict.fromkeys(units))
+    whole = sum(q.startswith(WHOLE_PREFIX) for q in questions)
+    return (f"Heuristic analysis (rule-based, not an LLM): the instruction has {len(units)} sentence or list-item "
+            f"units, {n_req} of them stating a requirement (four or more words, not a bare lead-in); "
+            f"{len(questions) - whole} of them become questions, in instruction order"
+            + (", plus one about the instruction as a whole" if whole else "") + ".")
 
 
 def answer_tick_question(inputs: dict[str, Any]) -> dict[str, Any]:

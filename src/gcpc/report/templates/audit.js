@@ -251,7 +251,11 @@ function trajectoryPage() {
       other.append(el("p", {}, `feature ${String(a.model || "").replace(/^floor:/, "")}: score ${fmt(a.score)} — `, a.rationale || ""));
       other.append(table(["feature of the judge-visible log", "value"],
         Object.keys(a.floor || {}).sort().map((k) => [k, Array.isArray(a.floor[k]) ? a.floor[k].join(", ") : fmt(a.floor[k])]), "floor"));
-    } else other.append(table(["question", "verdict"], a.labels.map((l) => [el("div", {}, el("b", {}, l.item_id), " ", l.text || ""), verdictCell(l)]), "verdicts"));
+    } else {
+      // TICK: the generator's analysis of the instruction, written before its questions (one per task)
+      if (a.analysis) other.append(el("p", { class: "analysis" }, el("b", {}, "Analysis (before the questions): "), a.analysis));
+      other.append(table(["question", "verdict"], a.labels.map((l) => [el("div", {}, el("b", {}, l.item_id), " ", l.text || ""), verdictCell(l)]), "verdicts"));
+    }
   }
   logView();
   const m = /^#ev-(\d+)$/.exec(location.hash);

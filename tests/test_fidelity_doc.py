@@ -107,3 +107,39 @@ def test_judge_view_no_longer_calls_its_cut_the_papers_setting():
     text = (ROOT / "src/gcpc/judging/view.py").read_text(encoding="utf-8")
     assert "the paper's setting" not in text
     assert "The paper states no cut" in text
+
+
+def _row_with(text: str) -> list[str]:
+    rows = [r for r in ROWS if text in " ".join(r)]
+    assert len(rows) == 1, (text, len(rows))
+    return rows[0]
+
+
+def test_server_config_deviations_are_named_extensions():
+    """Issue 35, item 4: the bounded generator schema's 16-item cap and `schema_in_prompt: false` are named
+    extensions saying what they change, and the rows they contradicted no longer claim otherwise."""
+    import yaml
+
+    from gcpc.llm.schemas import CHECKLIST_MAX_ITEMS
+    from gcpc.llm.settings import SCHEMA_NOT_SHOWN, prompt_schema
+
+    bounded = _row_with("Extension `bounded_generator_schema`")
+    assert f"`CHECKLIST_MAX_ITEMS` = {CHECKLIST_MAX_ITEMS} items" in bounded[2] and "What it changes" in bounded[2]
+    assert bounded[4].startswith("named extension")
+    count = _row_with("Item count is observed, not enforced")
+    assert "bounded_generator_schema" in count[2] and count[4] != "faithful"
+    hidden = _row_with("Extension `schema_not_in_prompt`")
+    assert "What it changes" in hidden[2] and hidden[4].startswith("named extension")
+    transport = _row_with("`structured_output` (`json_schema` default")
+    assert not transport[4].endswith("the judge sees the same schema text either way")
+    # the configs the rows name are exactly those that set the options
+    conf = ROOT / "conf" / "llm"
+    cfgs = {p.stem: yaml.safe_load(p.read_text(encoding="utf-8")) or {} for p in conf.glob("*.yaml")}
+    hiding = sorted(n for n, c in cfgs.items() if c.get("schema_in_prompt") is False)
+    bounding = sorted(n for n, c in cfgs.items() if c.get("max_tokens_from_schema"))
+    assert hiding == bounding == ["llama-cpp-python", "llama-server", "ollama", "openai-compatible"]
+    for name in hiding:
+        assert f"`{name}`" in hidden[2] and f"`{name}`" in bounded[2]
+        assert prompt_schema(cfgs[name], {"type": "object"}) == SCHEMA_NOT_SHOWN
+    for name in ("heuristic", "gpt-5-4-mini", "claude-sonnet-4-6", "claude-haiku-4-5"):
+        assert cfgs[name].get("schema_in_prompt", True) is True and not cfgs[name].get("max_tokens_from_schema")

@@ -1,8 +1,10 @@
 """One zero-evidence rule (issue 23, item 4): finalize decides it with `zero_evidence_reason` (every item
-Abstain; for arms that cannot abstain, Holistic and TICK, an action-free log) and every analysis reads
+Abstain; for Holistic and TICK, which cannot abstain, an action-free log only under the extension `action_free_zero_evidence`) and every analysis reads
 that decision: RQ1 and RQ4 / Table 3 exclude the same TICK trajectories, and the rejudge scores mark them too."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -70,7 +72,44 @@ def test_rejudge_scores_apply_the_same_rule():
     hol = [Judgment(trajectory_id=t.trajectory_id, arm="holistic", kind="holistic", score=7.0, **base) for t in (idle, busy)]
     trajs = {t.trajectory_id: t for t in (idle, busy)}
     for js in (tick, hol):
+        # the paper's setting (default): arms that cannot abstain are never zero-evidence
         rows, _ = score_judgments(js, trajs, {}, "repeat", 2)
+        assert {r["trajectory_id"]: r["zero_evidence"] for r in rows} == {"idle": False, "busy": False}
+        # the extension `action_free_zero_evidence`: the action-free log is, in the rejudge scores as in finalize
+        rows, _ = score_judgments(js, trajs, {"action_free_zero_evidence": True}, "repeat", 2)
         got = {r["trajectory_id"]: r["zero_evidence"] for r in rows}
-        assert got == {"idle": True, "busy": False}  # before: False for both (all-Abstain only; Holistic never)
-        assert got == {t.trajectory_id: zero_evidence_reason(js[0].kind, js[0].labels, t.events) is not None for t in (idle, busy)}
+        assert got == {"idle": True, "busy": False}
+        assert got == {t.trajectory_id: zero_evidence_reason(js[0].kind, js[0].labels, t.events, action_free=True) is not None
+                       for t in (idle, busy)}
+
+
+def test_action_free_rule_is_an_extension_off_by_default():
+    """Issue 35, item 5: the paper excludes trajectories whose criteria are all Abstain; Holistic and TICK cannot
+    abstain, so by default they are never zero-evidence (before, an action-free log was, by the project's reading).
+    `scoring.action_free_zero_evidence: true` is the named extension that restores that reading; floors keep it."""
+    import pytest
+    import yaml
+
+    from gcpc.scoring.finalize import finalize_tables
+    from gcpc.scoring.metrics import action_free_rule
+
+    idle = _traj("idle", [_event(0, EventKind.AGENT_MESSAGE, "I will do it.")])
+    busy = _traj("busy", [_event(0, EventKind.TOOL_CALL, "ls"), _event(1, EventKind.TOOL_OUTPUT, "a.txt")])
+    base = dict(benchmark="b", task_id="t", checklist_hash="", provider="heuristic", model="h", request_key=None, status="ok",
+                evidence_gate=False)
+    js = [Judgment(trajectory_id=t.trajectory_id, arm="tick", kind="tick", **base,
+                   labels=[ItemLabel(item_id="q0", route="judge", label="Yes")]) for t in (idle, busy)]
+    js += [Judgment(trajectory_id=t.trajectory_id, arm="holistic", kind="holistic", score=7.0, **base) for t in (idle, busy)]
+    for kind in ("tick", "holistic"):
+        assert zero_evidence_reason(kind, [], idle.events) is None
+        assert zero_evidence_reason(kind, [], idle.events, action_free=True) == "action-free log: no tool output or file content to judge from"
+    assert zero_evidence_reason("floor", [], idle.events) is not None  # floors (no model) read the log either way
+    for cfg, want in (({}, set()), ({"action_free_zero_evidence": False}, set()),
+                      ({"action_free_zero_evidence": True}, {("holistic", "idle"), ("tick", "idle")})):
+        metrics, *_ = finalize_tables([idle, busy], js, cfg)
+        assert set(zip(metrics.loc[metrics["zero_evidence"], "arm"], metrics.loc[metrics["zero_evidence"], "trajectory_id"])) == want
+    with pytest.raises(ValueError, match="scoring.action_free_zero_evidence must be true or false"):
+        action_free_rule({"action_free_zero_evidence": "yes"})
+    root = Path(__file__).resolve().parents[1]
+    for name in ("params.yaml", "conf/config.yaml"):
+        assert yaml.safe_load((root / name).read_text(encoding="utf-8"))["scoring"]["action_free_zero_evidence"] is False

@@ -132,8 +132,7 @@ def outcome_free_values(frame: pd.DataFrame, score: str, zero_evidence_score: fl
 
     Paper §4.1: trajectories whose criteria all receive Abstain are excluded from *outcome-free*
     analyses. For an outcome-free score, with ``zero_evidence_score`` None (the default) every
-    zero-evidence row becomes NaN, whatever the arm (for arms that cannot abstain, finalize marks an
-    action-free log zero-evidence), so callers that drop NaN exclude it; the named variant
+    zero-evidence row becomes NaN, whatever the arm (as finalize marked it: `zero_evidence_mask`), so callers that drop NaN exclude it; the named variant
     ``zero_evidence_score: 0.0`` instead scores an undefined zero-evidence score as that value.
     A score that uses the official outcome (`OUTCOME_USING_SCORES`: GCPC with official outcome,
     per-test propagation) is returned as it is: the outcome step defines it on every PASS/FAIL
@@ -153,8 +152,8 @@ def outcome_free_values(frame: pd.DataFrame, score: str, zero_evidence_score: fl
 def zero_evidence_mask(frame: pd.DataFrame) -> pd.Series:
     """Which rows are zero-evidence, as every analysis and figure reads it (False without the column).
 
-    The one rule is `gcpc.scoring.metrics.zero_evidence_reason` (every item Abstain; for arms that
-    cannot abstain, Holistic and TICK, an action-free log), applied once by finalize, which records
+    The one rule is `gcpc.scoring.metrics.zero_evidence_reason` (every item Abstain; for floor arms, and
+    for Holistic and TICK under the extension `action_free_zero_evidence`, an action-free log), applied once by finalize, which records
     it in the `zero_evidence` column. Nothing downstream decides again (e.g. from item labels, which
     would miss TICK's action-free logs), so RQ1, RQ3, RQ4 / Table 3, RQ5 and the figures exclude the
     same rows."""
@@ -197,8 +196,8 @@ def zero_evidence_count_text(counts: dict[str, int], zero_evidence_score: float 
 def zero_evidence_text(zero_evidence_score: float | None) -> str:
     """How a table's note states the zero-evidence rule it used."""
     if zero_evidence_score is None:
-        return ("Zero-evidence trajectories (every item Abstain; for arms that cannot abstain, a log with no tool output "
-                "or file content) are excluded from the outcome-free scores; scores that use the official outcome "
+        return ("Zero-evidence trajectories (every item Abstain; for floor arms, and for Holistic and TICK only under the "
+                "extension `action_free_zero_evidence`, a log with no tool output or file content) are excluded from the outcome-free scores; scores that use the official outcome "
                 f"({', '.join(OUTCOME_USING_SCORES)}, Perfect, RQ4's cells with the endpoint or propagation on) keep them, "
                 "as in the paper (§4.1)")
     return (f"Variant `zero_evidence_score: {zero_evidence_score:g}` (not the paper's setting): zero-evidence trajectories "

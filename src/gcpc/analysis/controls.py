@@ -38,7 +38,7 @@ from gcpc.analysis.rejudge import HOLISTIC_MAX, load_arm_inputs
 from gcpc.corpus.models import Event, EventKind, Trajectory
 from gcpc.io import read_models, write_json, write_jsonl
 from gcpc.judging.models import Judgment
-from gcpc.scoring.metrics import score_trajectory, zero_evidence_reason
+from gcpc.scoring.metrics import action_free_rule, score_trajectory, zero_evidence_reason
 
 EVIDENCE = {EventKind.TOOL_OUTPUT, EventKind.FILE_CONTENT}
 _NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w])")
@@ -243,8 +243,10 @@ def controls(params: dict[str, Any], ingest_dir: Path, synth_dir: Path, judge_ro
                 rec = {"arm": arm_name, "trajectory_id": j.trajectory_id, "task_id": j.task_id, "status": j.status,
                        "n_events": len(idle_by[j.trajectory_id].events), "gcpc_plain": None, "gcpc_outcome": None,
                        "zero_evidence": None, "n_yes": None}
-                # the one zero-evidence rule (as finalize): an idle log is zero-evidence for Holistic / TICK by construction
-                ze = j.status == "ok" and zero_evidence_reason(j.kind, j.labels, idle_by[j.trajectory_id].events) is not None
+                # the one zero-evidence rule (as finalize): an idle log is zero-evidence for Holistic / TICK only under the
+                # extension `action_free_zero_evidence` (off by default: the paper never excludes arms that cannot abstain)
+                ze = j.status == "ok" and zero_evidence_reason(j.kind, j.labels, idle_by[j.trajectory_id].events,
+                                                                    action_free=action_free_rule(scoring)) is not None
                 if j.status == "ok" and j.score is not None and not j.labels:
                     rec.update(gcpc_plain=float(j.score) / HOLISTIC_MAX, zero_evidence=ze, n_yes=None)
                 elif j.status == "ok":

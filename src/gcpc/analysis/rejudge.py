@@ -32,7 +32,7 @@ from gcpc.analysis.common import REJUDGE, resolve_analysis
 from gcpc.corpus.models import Trajectory
 from gcpc.io import read_models, write_json, write_jsonl, write_parquet
 from gcpc.judging.models import Judgment
-from gcpc.scoring.metrics import score_trajectory, zero_evidence_reason
+from gcpc.scoring.metrics import action_free_rule, score_trajectory, zero_evidence_reason
 from gcpc.synthesis.models import Checklist
 
 HOLISTIC_MAX = 10.0  # as gcpc.scoring.finalize: holistic scores are 0-10, rescaled to [0, 1]
@@ -76,6 +76,7 @@ def score_judgments(judgments: list[Judgment], trajectories: dict[str, Trajector
     """Per-trajectory scores (gcpc.scoring.metrics, same settings as finalize) and item labels of one pass."""
     prop = bool(scoring.get("pass_propagation", True))
     endpoint = bool(scoring.get("endpoint", True))
+    action_free = action_free_rule(scoring)
     scores, labels = [], []
     for j in judgments:
         traj = trajectories.get(j.trajectory_id)
@@ -84,8 +85,9 @@ def score_judgments(judgments: list[Judgment], trajectories: dict[str, Trajector
         row = {"trajectory_id": j.trajectory_id, "benchmark": j.benchmark, "task_id": j.task_id,
                "outcome": traj.outcome.status, "role": role, "pass": pass_no, "provider": j.provider, "model": j.model,
                "status": j.status, "gcpc_plain": None, "gcpc_outcome": None, "zero_evidence": None}
-        # the one zero-evidence rule, as finalize applies it (an action-free log for Holistic / TICK)
-        ze = j.status == "ok" and zero_evidence_reason(j.kind, j.labels, traj.events) is not None
+        # the one zero-evidence rule, as finalize applies it (Holistic / TICK: an action-free log only under the
+        # extension `action_free_zero_evidence`)
+        ze = j.status == "ok" and zero_evidence_reason(j.kind, j.labels, traj.events, action_free=action_free) is not None
         if j.status == "ok" and getattr(j, "score", None) is not None and not j.labels:
             # holistic arms: one 0-10 score, rescaled exactly as finalize does; no items, no outcome step
             row.update(gcpc_plain=float(j.score) / HOLISTIC_MAX, gcpc_outcome=None, zero_evidence=ze)

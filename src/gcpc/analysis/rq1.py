@@ -127,8 +127,8 @@ def decided(metrics: pd.DataFrame) -> pd.DataFrame:
 def score_values(rows: pd.DataFrame, score: str, zero_evidence_score: float | None) -> tuple[pd.DataFrame, dict[str, int]]:
     """Rows with column ``score`` made defined, and counts saying how.
 
-    Paper §4.1: zero-evidence trajectories (every item Abstain; for arms that cannot abstain, an
-    action-free log) are excluded from outcome-free scores — the default, ``zero_evidence_score`` None.
+    Paper §4.1: zero-evidence trajectories (as finalize marked them: every item Abstain; an
+    action-free log for floor arms) are excluded from outcome-free scores — the default, ``zero_evidence_score`` None.
     The named variant ``zero_evidence_score: 0.0`` scores an undefined zero-evidence score 0 instead.
     A score that uses the official outcome keeps them (`common.outcome_free_values`). Rows whose score
     is undefined for another reason are dropped either way.

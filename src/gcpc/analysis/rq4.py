@@ -274,7 +274,8 @@ def rq4(metrics: pd.DataFrame, labels: pd.DataFrame | None, rq1_result: dict[str
         items = LabelCounts(labels, arm)
         if not len(items):
             return None
-        # the zero-evidence rule finalize recorded (as RQ1): all-Abstain, or an action-free log for TICK
+        # the zero-evidence rule finalize recorded (as RQ1): all-Abstain (an action-free log for TICK only under the
+        # extension `action_free_zero_evidence`)
         ze = zero_evidence_ids(metrics, arm) if zes is None else frozenset()
 
         def excluded(endpoint: bool, prop: bool) -> frozenset[str]:

@@ -10,9 +10,10 @@ Outputs (data/processed/finalize/):
   Holistic arms have no items: gcpc_plain = score / 10 (= gcpc_plain_ungated), perfect = score 10
   (PASS/FAIL rows only, like every arm), n_* = 0, and gcpc_outcome, gcpc_per_test, evidence_coverage
   are undefined (NaN).
-  zero_evidence / zero_evidence_reason: every item Abstain (checklist-like arms) or, for arms that
-  cannot abstain (Holistic, TICK), a log with no tool output or file content. Such rows stay in the
-  table (with their scores) and every outcome-free analysis excludes them (paper §4).
+  zero_evidence / zero_evidence_reason: every item Abstain (checklist-like arms; the paper's rule, which
+  never marks Holistic or TICK, arms that cannot abstain); for floor arms, and for Holistic and TICK under
+  the extension `scoring.action_free_zero_evidence: true`, a log with no tool output or file content.
+  Such rows stay in the table (with their scores) and every outcome-free analysis excludes them (§4.1).
   Floor arms (kind floor, no model) likewise: gcpc_plain is the floor score in [0, 1], perfect is
   undefined; zero evidence is read off the log, as for Holistic and TICK.
 * variants.parquet - the same judgments in long form, one row per (trajectory, arm, variant) with
@@ -41,6 +42,7 @@ from gcpc.scoring.metrics import (
     score_variants,
     TrajectoryScores,
     VariantScores,
+    action_free_rule,
     zero_evidence_reason,
 )
 
@@ -51,7 +53,7 @@ FLOAT_COLUMNS = ("gcpc_plain", "gcpc_outcome", "evidence_coverage", "gcpc_plain_
 
 def _settings(cfg: dict[str, Any]) -> dict[str, bool]:
     return {"pass_propagation": bool(cfg.get("pass_propagation", True)), "endpoint": bool(cfg.get("endpoint", True)),
-            "per_test": bool(cfg.get("per_test_propagation", False))}
+            "per_test": bool(cfg.get("per_test_propagation", False)), "action_free": action_free_rule(cfg)}
 
 
 def _holistic_row(j: Judgment, outcome: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -135,7 +137,7 @@ def finalize_tables(trajectories: list[Trajectory], judgments: list[Judgment], c
         outcome = traj.outcome.status
         row, long = (_holistic_row(j, outcome) if j.kind == "holistic" else _floor_row(j) if j.kind == "floor"
                      else _checklist_row(j, traj, s))
-        reason = zero_evidence_reason(j.kind, j.labels, traj.events)
+        reason = zero_evidence_reason(j.kind, j.labels, traj.events, action_free=s["action_free"])
         row.update(zero_evidence=reason is not None, zero_evidence_reason=reason)
         meta = {k: getattr(traj, k) for k in META}
         meta["n_tool_calls"] = sum(e.kind == EventKind.TOOL_CALL for e in traj.events)  # 0: an action-free log (RQ4 idle rows)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
@@ -71,7 +71,20 @@ def is_zero_evidence(labels: Sequence[ItemLabel]) -> bool:
 
 
 NO_ABSTAIN_KINDS = ("holistic", "tick", "floor")
-"""Arm kinds whose answers cannot be Abstain (floors: no answers at all): for them zero evidence is read off the log itself."""
+"""Arm kinds whose answers cannot be Abstain (floors: no answers at all)."""
+
+ACTION_FREE_EXTENSION_KINDS = ("holistic", "tick")
+"""The paper's arms that cannot abstain. The paper's rule (every item Abstain) never marks them zero-evidence;
+the named extension `action_free_zero_evidence` (`scoring.action_free_zero_evidence: true`) marks their
+action-free logs instead. Floors (a project extension) always read zero evidence off the log."""
+
+
+def action_free_rule(scoring: dict[str, Any] | None) -> bool:
+    """Whether the extension `action_free_zero_evidence` is on (`scoring.action_free_zero_evidence`; off by default)."""
+    value = (scoring or {}).get("action_free_zero_evidence", False)
+    if not isinstance(value, bool):
+        raise ValueError(f"params.yaml: scoring.action_free_zero_evidence must be true or false, got {value!r}")
+    return value
 
 
 def log_has_evidence(events: Sequence[Event]) -> bool:
@@ -79,15 +92,22 @@ def log_has_evidence(events: Sequence[Event]) -> bool:
     return any(e.kind in EVIDENCE_KINDS and e.text.strip() for e in events)
 
 
-def zero_evidence_reason(kind: str, labels: Sequence[ItemLabel], events: Sequence[Event]) -> str | None:
-    """Why a judged trajectory is zero-evidence (paper §4: excluded from outcome-free analyses), or None.
+ACTION_FREE_REASON = "action-free log: no tool output or file content to judge from"
 
-    Checklist-like arms: every item Abstain (the paper's rule). Arms that cannot abstain (Holistic,
-    TICK) get the same rule on the log: no tool output or file content to decide from. So the
-    zero-evidence column means "nothing in the log to judge from" in every row.
+
+def zero_evidence_reason(kind: str, labels: Sequence[ItemLabel], events: Sequence[Event], *,
+                         action_free: bool = False) -> str | None:
+    """Why a judged trajectory is zero-evidence (paper §4.1: excluded from outcome-free analyses), or None.
+
+    Checklist-like arms: every item Abstain (the paper's rule). Holistic and TICK cannot abstain, so the
+    paper's rule never excludes them (the default); with ``action_free`` (the named extension
+    `action_free_zero_evidence`) an action-free log, no tool output or file content to decide from, is
+    zero-evidence for them too. Floor arms (no model) always use the log rule.
     """
+    if kind == "floor" or (action_free and kind in ACTION_FREE_EXTENSION_KINDS):
+        return None if log_has_evidence(events) else ACTION_FREE_REASON
     if kind in NO_ABSTAIN_KINDS:
-        return None if log_has_evidence(events) else "action-free log: no tool output or file content to judge from"
+        return None
     if is_zero_evidence(labels):
         return "zero evidence: every item Abstain" if labels else "zero evidence: no items judged"
     return None

@@ -41,8 +41,9 @@ def count_tokens(text: str) -> int:
     return len(enc.encode(text, disallowed_special=()))
 
 
-OUTPUT_TOKENS = {"ChecklistJudgment": (40, 70), "TickAnswer": (60, 0), "HolisticJudgment": (150, 0), "TickChecklist": (150, 0)}
-"""Assumed output tokens per response: (fixed, per checklist item)."""
+OUTPUT_TOKENS = {"ChecklistJudgment": (40, 70), "TickAnswer": (60, 0), "HolisticJudgment": (150, 0), "TickChecklist": (210, 0)}
+"""Assumed output tokens per response: (fixed, per checklist item). TickChecklist: 150 for the questions plus 60 for
+the analysis written before them (the prompt's four example analyses are 34-59 tokens)."""
 
 
 def request_tokens(request: LLMRequest) -> tuple[int, int]:

@@ -143,3 +143,23 @@ def test_server_config_deviations_are_named_extensions():
         assert prompt_schema(cfgs[name], {"type": "object"}) == SCHEMA_NOT_SHOWN
     for name in ("heuristic", "gpt-5-4-mini", "claude-sonnet-4-6", "claude-haiku-4-5"):
         assert cfgs[name].get("schema_in_prompt", True) is True and not cfgs[name].get("max_tokens_from_schema")
+
+
+def test_issue35_rows_say_what_the_default_does():
+    """Issue 35, items 1, 2, 3 and 5: the rows state the paper's setting as the default does it, and the
+    project's readings are named extensions (before, each of these rows contradicted the code or its label)."""
+    perfect = _row_with("`perfect_agreement`: per arm")
+    assert "zero-evidence trajectories are kept" in perfect[2] and "zero-evidence excluded" not in perfect[2]
+    rule = _row_with("Trajectories for which all criteria receive Abstain are excluded from outcome-free analyses")
+    assert "An analysis that uses the official outcome keeps them" in rule[2] and rule[4] == "faithful"
+    assert "within an arm all scores use the same trajectories" not in rule[2]
+    rq4 = _row_with("RQ4: generic vs task-specific")
+    assert "zero-evidence excluded in every cell" not in rq4[2]
+    q3 = _row_with("Annotators give Q1/Q1b and Q2 before any checklist")
+    assert "five trajectories" in q3[2] and "`--q3-trajectories`, default 5" in q3[2] and "2 per task" not in " ".join(q3)
+    tick = _row_with('(TICK) the generator answers "Analysis: … / Answer:"')
+    assert "the analysis is not recorded" not in tick[2] and "`Judgment.analysis`" in tick[2]
+    cannot = _row_with("(same rule, arms that cannot abstain)")
+    assert "never marks one of their trajectories zero-evidence" in cannot[2] and cannot[4] == "faithful"
+    ext = _row_with("Extension `action_free_zero_evidence`")
+    assert ext[4] == "named extension, off by default" and "What it changes" in ext[2] and "0.671" in ext[2]

@@ -378,8 +378,8 @@ def fig5(deltas: pd.DataFrame, result: dict[str, Any], seed: int = 0) -> Figure:
             ax.set_ylim(-1.05, 1.22)
             ax.set_ylabel("Δ score (with − without skills)", fontsize=8)
             ax.set_title(f"{primary} · {score}", fontsize=8)
-            if floor is not None:
-                ax.legend(loc="lower right", fontsize=6, frameon=False)
+            if floor is not None:  # below the axes: inside, it covered points wherever the deltas fell (issue 35)
+                ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.24), fontsize=6, frameon=False)
         fig.suptitle(f"Figure 5: RQ3 matched pairs by outcome transition (without → with); dotted: ±{thr:.2f}", fontsize=9)
         fig.tight_layout()
     return fig

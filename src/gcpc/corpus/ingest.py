@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from gcpc.errors import ParamsError
+from gcpc.corpus import consistency
 from gcpc.corpus.fingerprint import _known_fingerprints, log_fingerprint, remember_fingerprint  # noqa: F401 (remember: re-exported)
 from gcpc.corpus.guard import confined, outside_links, read_guarded
 from gcpc.corpus.harbor import display_path, find_trial_folders, read_tasks, read_trial
@@ -116,7 +117,8 @@ def _read_harbor(cfg: dict[str, Any], root: Path, roots: list[Path]) -> tuple[li
                                         reason=f"link outside the corpus root: {'; '.join(links)}"))
             continue
         item, why = read_guarded(lambda: read_trial(folder, benchmark, tasks_by_id, root=roots, notes=notes,
-                                                    render_max_chars=cfg.get("render_max_chars")),
+                                                    render_max_chars=cfg.get("render_max_chars"),
+                                                    reward_key=str(cfg.get("reward_key") or "reward")),
                                  what=f"unreadable trial: {label}", strict=strict)
         if item is None:
             exclusions.append(Exclusion(path=label, reason=str(why), benchmark=benchmark, source=folder.parent.name))
@@ -215,10 +217,12 @@ def ingest(corpus_cfg: dict[str, Any], root: Path, workers: int = 1) -> IngestRe
     name = str(corpus_cfg.get("name") or benchmark)
     corpus_root = corpus_root_of(corpus_cfg, root)
     roots = [corpus_root, root] if corpus_root != root else [root]
+    action = consistency.action_of(corpus_cfg)
     token = _known_fingerprints.set({})
     try:
         with confined(corpus_boundary(corpus_cfg, corpus_root)):
             tasks, trajectories, exclusions, notes = read_corpus(corpus_cfg, corpus_root, roots)
+        trajectories = _checked(trajectories, tasks, exclusions, fmt=fmt, action=action)
         trajectories, duplicates = dedupe(trajectories)
     finally:
         _known_fingerprints.reset(token)
@@ -231,6 +235,26 @@ def ingest(corpus_cfg: dict[str, Any], root: Path, workers: int = 1) -> IngestRe
                           key=lambda e: (e.path, e.reason)),
         notes=sorted({printable(relative(n)) for n in notes}),
     )
+
+
+def _checked(trajectories: list[Trajectory], tasks: list[Task], exclusions: list[Exclusion], *, fmt: str,
+             action: str) -> list[Trajectory]:
+    """Every trajectory's outcome checked against its own per-test results and its test ids against its task's
+    verifier (gcpc.corpus.consistency; docs/corpus-rules.md); a contradiction excluded when `action` says so."""
+    by_task = {(t.benchmark, t.task_id): t for t in tasks}
+    known = _known_fingerprints.get()
+    out: list[Trajectory] = []
+    for t in trajectories:
+        had = bool(t.test_results) or any(consistency.EMPTY_RESULTS in n for n in t.notes)
+        checked = consistency.check_trajectory(t, by_task.get((t.benchmark, t.task_id)), fmt=fmt, action=action,
+                                               had_results=had)
+        if isinstance(checked, Exclusion):
+            exclusions.append(checked)
+            continue
+        if checked is not t and known is not None and id(t) in known:  # same events: same fingerprint
+            known[id(checked)] = (checked, known[id(t)][1])
+        out.append(checked)
+    return out
 
 
 def _relative_notes(t: Trajectory, relative: Any) -> Trajectory:
@@ -342,6 +366,7 @@ def population(result: IngestResult) -> dict[str, Any]:
         "counts": {b: {c: dict(o) for c, o in sorted(conds.items())} for b, conds in sorted(counts.items())},
         "by_source": dict(sorted(by_source.items())),
         "outcome_other_by_reason": dict(sorted(other_reasons.items())),
+        "outcome_contradicts_tests": consistency.count_contradictions(result.trajectories, result.exclusions),
         "log_formats": dict(sorted(formats.items())),
         "tokenizer": TOKENIZER,
         "notes": result.notes,
@@ -380,6 +405,12 @@ def population_markdown(pop: dict[str, Any], exclusions: list[Exclusion]) -> str
     lines.append(f"- trajectories: {pop['n_trajectories']} ({pop['n_zero_evidence']} with no evidence event: "
                  "no tool output or file content)")
     lines.append(f"- excluded: {pop['n_excluded']} (of which {pop['n_duplicates']} duplicates)")
+    contra = pop.get("outcome_contradicts_tests") or {}
+    lines.append(f"- outcome contradicts its own per-test results: "
+                 f"{sum(r['kept_with_note'] for r in contra.values())} kept with a note, "
+                 f"{sum(r['excluded'] for r in contra.values())} excluded"
+                 + (" (" + ", ".join(f"{b}: {r['kept_with_note']} kept, {r['excluded']} excluded" for b, r in contra.items())
+                    + ")" if contra else "") + " (rule: docs/corpus-rules.md)")
     lines += ["", "## Trajectories by benchmark, condition and outcome", ""]
     lines.append("| benchmark | condition | " + " | ".join(OUTCOMES) + " | total |")
     lines.append("|---|---|" + "---:|" * (len(OUTCOMES) + 1))

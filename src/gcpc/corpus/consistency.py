@@ -29,6 +29,14 @@ from gcpc.corpus.models import Exclusion, Task, Trajectory
 CONTRADICTION_NOTE = "outcome contradicts per-test results"
 CONTRADICTION_REASON = "outcome contradicts per-test results"
 UNKNOWN_IDS_NOTE = "test ids not among the task's verifier tests"
+RUN_LEVEL_NOTE = "run-level results.json contradicts the trial's"
+REWARD_KEYS_NOTE = "several reward keys"
+REWARD_FILE_NOTE = "reward file contradicts result.json"
+BORROWED_NOTE = "report names another instance"
+BOTH_NOTE = "test listed as both passed and failed"
+KINDS = (CONTRADICTION_NOTE, RUN_LEVEL_NOTE, REWARD_FILE_NOTE, REWARD_KEYS_NOTE, BORROWED_NOTE, BOTH_NOTE)
+"""The consistency findings the population report counts per benchmark (each a note on a kept trajectory, or the
+start of an exclusion's reason), as docs/corpus-rules.md lists them."""
 EMPTY_RESULTS = "per-test results file holds no test"
 """In a reader's note when a per-test results file was read and lists no test (a PASS then has no passing test)."""
 ACTIONS = ("note", "exclude")
@@ -168,13 +176,21 @@ def action_of(cfg: dict[str, Any]) -> str:
     return action
 
 
-def count_contradictions(trajectories: Iterable[Trajectory], exclusions: Iterable[Exclusion]) -> dict[str, dict[str, int]]:
-    """{benchmark: {'kept_with_note': n, 'excluded': n}} for the population report."""
-    out: dict[str, dict[str, int]] = {}
+def count_contradictions(trajectories: Iterable[Trajectory], exclusions: Iterable[Exclusion]
+                         ) -> dict[str, dict[str, dict[str, int]]]:
+    """{benchmark: {finding: {'kept_with_note': n, 'excluded': n}}} for every finding of `KINDS` seen."""
+    out: dict[str, dict[str, dict[str, int]]] = {}
+
+    def add(benchmark: str | None, kind: str, what: str) -> None:
+        row = out.setdefault(benchmark or "?", {}).setdefault(kind, {"kept_with_note": 0, "excluded": 0})
+        row[what] += 1
+
     for t in trajectories:
-        if any(n.startswith(CONTRADICTION_NOTE) for n in t.notes):
-            out.setdefault(t.benchmark, {"kept_with_note": 0, "excluded": 0})["kept_with_note"] += 1
+        for kind in KINDS:
+            if any(kind in n for n in t.notes):
+                add(t.benchmark, kind, "kept_with_note")
     for e in exclusions:
-        if e.reason.startswith(CONTRADICTION_REASON):
-            out.setdefault(e.benchmark or "?", {"kept_with_note": 0, "excluded": 0})["excluded"] += 1
-    return dict(sorted(out.items()))
+        for kind in KINDS:
+            if e.reason.startswith(kind):
+                add(e.benchmark, kind, "excluded")
+    return {b: dict(sorted(k.items())) for b, k in sorted(out.items())}

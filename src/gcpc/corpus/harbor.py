@@ -23,7 +23,7 @@ from typing import Any
 
 from gcpc.corpus.atif import parse_atif_file
 from gcpc.corpus.claude_code import parse_log
-from gcpc.corpus.consistency import EMPTY_RESULTS
+from gcpc.corpus.consistency import EMPTY_RESULTS, REWARD_FILE_NOTE, REWARD_KEYS_NOTE
 from gcpc.corpus.guard import allowed, describe, outside_links, read_guarded
 from gcpc.corpus.ids import ID, id_problem, printable
 from gcpc.corpus.limits import LimitExceeded, check_file, is_regular, read_bounded
@@ -270,8 +270,6 @@ def condition_of(task_source: str | None) -> str:
 
 REWARD_KEY = "reward"
 """Harbor's own reward key: the outcome unless a corpus config names another (`reward_key`)."""
-REWARD_KEYS_NOTE = "several reward keys"
-REWARD_FILE_NOTE = "reward file contradicts result.json"
 
 
 def _reward_value(raw: Any) -> float | None:

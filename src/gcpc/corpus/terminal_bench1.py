@@ -43,7 +43,9 @@ from typing import Any
 
 from gcpc.corpus.guard import allowed, outside_links, read_guarded
 from gcpc.corpus.harbor import display_path
+from gcpc.corpus.consistency import RUN_LEVEL_NOTE
 from gcpc.corpus.ids import id_problem
+from gcpc.corpus.limits import LimitExceeded, check_file, read_bounded
 from gcpc.corpus.fingerprint import log_fingerprint, remember_fingerprint
 from gcpc.corpus.models import Exclusion, Outcome, Task, Trajectory, VerifierTest
 from gcpc.corpus.parallel import map_ordered
@@ -69,9 +71,11 @@ DUPLICATE = "duplicate key"
 
 def _load_json(path: Path, label: str) -> tuple[Any, str | None]:
     try:
-        if not path.is_file():
+        if not os.path.lexists(path):
             return None, f"{label} missing"
-        return loads_trusted(path.read_bytes()), None
+        return loads_trusted(read_bounded(path, "json", label)), None
+    except LimitExceeded as exc:
+        return None, str(exc)
     except DuplicateKey as exc:
         return None, f"{label}: {exc}"
     except UnicodeDecodeError as exc:
@@ -435,23 +439,29 @@ def read_trial(tf: TrialFolder, tasks_by_id: dict[str, Task] | None, *, root: Se
     if tasks_by_id is not None and task_id not in tasks_by_id:
         return Exclusion(path=label, reason=f"unknown task: '{task_id}' has no instruction in any results.json",
                          **base)
-    log_rel = next((f for f in LOG_FILES if (tf.path / f).is_file()), None)
+    log_rel = next((f for f in LOG_FILES if os.path.lexists(tf.path / f) and not (tf.path / f).is_dir()), None)
     if log_rel is None:
         have = ", ".join(tf.files) or "nothing"
         return Exclusion(path=label, reason=f"no agent log: neither sessions/agent.log nor panes/post-agent.txt "
                                             f"(the folder holds {have})", **base)
     notes: list[str] = []
     typed: list[TypedCommand] = []
-    if (tf.path / "commands.txt").is_file():
+    if os.path.lexists(tf.path / "commands.txt"):
         try:
-            typed, cnotes = parse_commands((tf.path / "commands.txt").read_bytes().decode("utf-8", errors="replace"),
-                                           f"{label}/commands.txt")
+            typed, cnotes = parse_commands(read_bounded(tf.path / "commands.txt", "commands", f"{label}/commands.txt")
+                                           .decode("utf-8", errors="replace"), f"{label}/commands.txt")
+        except LimitExceeded as exc:
+            cnotes = [f"{exc}; the test phase is found by its command line only"]
         except OSError as exc:
             cnotes = [f"{label}/commands.txt: unreadable ({exc.strerror or type(exc).__name__})"]
         notes += cnotes
     else:
         notes.append(f"{label}: no commands.txt; the test phase is found by its command line only")
     log_label = display_path(tf.path / log_rel, root)
+    try:
+        check_file(tf.path / log_rel, "agent_log", log_label)
+    except LimitExceeded as exc:
+        return Exclusion(path=label, reason=f"unreadable agent log: {exc}", **base)
     try:
         session, raw = read_session(tf.path / log_rel, log_label, typed)
     except OSError as exc:
@@ -578,6 +588,27 @@ def _for_reading(tf: TrialFolder, slim: dict[int, Batch]) -> TrialFolder:
     return tf if tf.batch is None else replace(tf, batch=slim[id(tf.batch)])
 
 
+def _run_level_verdicts(sc: Scan, roots: Sequence[Path]) -> dict[tuple[Path, str], tuple[Any, str]]:
+    """(batch folder, trial_name) -> (is_resolved, file) as a run-level results.json lists it."""
+    out: dict[tuple[Path, str], tuple[Any, str]] = {}
+    for b in sc.batches:
+        for entry in b.results:
+            name = entry.get("trial_name")
+            if isinstance(name, str) and "is_resolved" in entry:
+                out[(b.path, name)] = (entry.get("is_resolved"), display_path(b.path / "results.json", roots))
+    return out
+
+
+def _check_run_level(t: Trajectory, tf: TrialFolder, value: Any, listed: str) -> Trajectory:
+    """A note when the run-level results.json gives this trial another verdict than its own results.json."""
+    own = (tf.result or {}).get("is_resolved") if isinstance(tf.result, dict) else None
+    if tf.result is None or value == own and type(value) is type(own):
+        return t
+    note = (f"{t.source_path}: {RUN_LEVEL_NOTE}: {listed} lists is_resolved={json.dumps(value)}, the trial's "
+            f"results.json is_resolved={json.dumps(own)}; the trial's own verdict is the outcome")
+    return t.model_copy(update={"notes": [*t.notes, note]})
+
+
 def read_corpus(cfg: dict[str, Any], root: Path, roots: Sequence[Path], workers: int = 1,
                 ) -> tuple[list[Task], list[Trajectory], list[Exclusion], list[str]]:
     """A Terminal-Bench 1 corpus: `trials_dirs` are folders of runs (every subfolder one run); runs are scanned
@@ -596,6 +627,7 @@ def read_corpus(cfg: dict[str, Any], root: Path, roots: Sequence[Path], workers:
     read = iter(map_ordered(partial(_read_and_fingerprint, read_one), originals, workers))
     trajectories: list[Trajectory] = []
     exclusions: list[Exclusion] = []
+    listed = _run_level_verdicts(sc, roots)
     for tf in sc.trials:
         if tf.path in duplicates:
             orig = duplicates[tf.path]
@@ -605,6 +637,9 @@ def read_corpus(cfg: dict[str, Any], root: Path, roots: Sequence[Path], workers:
                 reason=f"duplicate: byte-identical copy ({', '.join(tf.files)}) of {display_path(orig.path, roots)}"))
             continue
         item, fingerprint = next(read)
+        key = (tf.batch.path, tf.path.name) if tf.batch is not None else None
+        if isinstance(item, Trajectory) and key in listed:
+            item = _check_run_level(item, tf, *listed[key])
         if fingerprint is not None:
             remember_fingerprint(item, fingerprint)
         (exclusions if isinstance(item, Exclusion) else trajectories).append(item)

@@ -82,7 +82,8 @@ def check_variant(v: Variant, res: IngestResult) -> str | None:
 
 def fuzz_table(rows: dict[str, list[int]]) -> str:
     """The closing-note table: variants, crashes, silent acceptances and reads outside the corpus per kind."""
-    lines = ["| variant kind | variants | crashes | silent acceptances | reads outside the corpus |", "|---|---:|---:|---:|---:|"]
+    lines = ["| variant kind | variants | crashes or hangs | silent acceptances | reads outside the corpus |",
+             "|---|---:|---:|---:|---:|"]
     total = [0, 0, 0, 0]
     for family, row in sorted(rows.items()):
         lines.append(f"| {family} | " + " | ".join(map(str, row)) + " |")
@@ -95,23 +96,72 @@ def _family(v: Variant) -> str:
     return v.family or f"{v.corpus} {v.name.split('-')[0]} (earlier suite)"
 
 
-def run_fuzz(dest: Path, made: list[Variant], configs: dict, out: Path) -> tuple[dict[str, list[int]], list[str], list[str]]:
-    """Ingest every corpus and write its outputs; per variant kind [variants, crashes, silent, outside reads]."""
+TIME_LIMIT_S = 120
+"""Seconds one corpus's ingest (all its variants) may take; past it the child is killed and counted as a hang."""
+MEMORY_LIMIT_BYTES = 3 * 1024**3
+"""Address space of the child that ingests one corpus (RLIMIT_AS): a variant that makes the reader hold a sparse
+multi-gigabyte file fails the corpus with MemoryError instead of taking the machine."""
+
+
+def _ingest_child(conn, cfg: dict, dest: Path, out: Path) -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT_BYTES, MEMORY_LIMIT_BYTES))
     outside_reads, state = _reads_outside(dest)
+    try:
+        state["on"] = True  # the ingest reads the corpus; writing the outputs reads what it wrote
+        try:
+            result = ingest(cfg, dest)
+        finally:
+            state["on"] = False
+        write_outputs(result, out)
+        conn.send(("ok", result, list(outside_reads)))
+    except BaseException as exc:  # noqa: BLE001 - reported as a crash of every variant of the corpus
+        conn.send(("crash", f"{type(exc).__name__}: {str(exc)[:500]}", list(outside_reads)))
+    finally:
+        conn.close()
+
+
+def ingest_limited(cfg: dict, dest: Path, out: Path) -> tuple[IngestResult | None, str | None, list[str]]:
+    """`ingest(cfg, dest)` and its outputs written to `out`, in a forked child under TIME_LIMIT_S and
+    MEMORY_LIMIT_BYTES: (result, None, reads outside the corpus) or (None, why it crashed or hung, reads)."""
+    import multiprocessing as mp
+
+    import pandas  # noqa: F401 - imported once here, not in every child (3 s each under load)
+    import pyarrow.parquet  # noqa: F401
+
+    ctx = mp.get_context("fork")
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_ingest_child, args=(child, cfg, dest, out))
+    proc.start()
+    child.close()
+    try:
+        if not parent.poll(TIME_LIMIT_S):
+            proc.kill()
+            return None, f"hung: no result within {TIME_LIMIT_S} s", []
+        status, payload, reads = parent.recv()
+    except EOFError:
+        proc.join(5)
+        return None, f"crashed: the child exited with {proc.exitcode} (killed for memory?)", []
+    finally:
+        proc.join(10)
+        if proc.is_alive():
+            proc.kill()
+    return (payload, None, reads) if status == "ok" else (None, f"crashed: {payload}", reads)
+
+
+def run_fuzz(dest: Path, made: list[Variant], configs: dict, out: Path) -> tuple[dict[str, list[int]], list[str], list[str]]:
+    """Ingest every corpus (each under a time and memory limit) and write its outputs; per variant kind
+    [variants, crashes or hangs, silent acceptances, reads outside the corpus]."""
+    outside_reads: list[str] = []
     rows: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
     problems: list[str] = []
     results: dict[str, IngestResult | None] = {}
     for name, cfg in configs.items():
-        try:
-            state["on"] = True  # the ingest reads the corpus; writing the outputs reads what it wrote
-            try:
-                results[name] = ingest(cfg, dest)
-            finally:
-                state["on"] = False
-            write_outputs(results[name], out / name)
-        except Exception as exc:  # noqa: BLE001 - counted as a crash of every variant of the corpus
-            results[name] = None
-            problems.append(f"{name}: crashed: {type(exc).__name__}: {exc}")
+        results[name], why, reads = ingest_limited(cfg, dest, out / name)
+        outside_reads += reads
+        if why:
+            problems.append(f"{name}: {why}")
     for v in made:
         row = rows[_family(v)]
         row[0] += 1

@@ -159,9 +159,10 @@ def check_trajectory(t: Trajectory, task: Task | None, *, fmt: str, action: str,
     why = contradiction(t.outcome.status, decisive(results, task, fmt), had_results=had_results)
     if why and action == "exclude":
         return Exclusion(path=t.source_path, benchmark=t.benchmark, source=t.source, task_id=t.task_id,
-                         reason=f"{CONTRADICTION_REASON}: {why}")
+                         reason=f"{CONTRADICTION_REASON}: {where}: {why}")
     if why:
-        notes.append(f"{CONTRADICTION_NOTE}: {why}; kept with the official outcome (data config on_contradiction: note)")
+        notes.append(f"{where}: {CONTRADICTION_NOTE}: {why}; kept with the official outcome (data config "
+                     f"on_contradiction: note)")
     if not notes and results == t.test_results:
         return t
     return t.model_copy(update={"test_results": results, "notes": [*t.notes, *notes]})

@@ -88,7 +88,7 @@ def _read_verifier_files(tests_dir: Path, label: str, notes: list[str]) -> dict[
         dirs.sort()
         found += [Path(base) / n for n in names]
         found += [Path(base) / d for d in dirs if os.path.islink(os.path.join(base, d))]
-    for path in sorted(p for p in found if p.is_file() or p.is_symlink()):
+    for path in sorted(p for p in found if not p.is_dir() or p.is_symlink()):
         rel = path.relative_to(tests_dir).as_posix()
         if printable(rel) != rel:
             notes.append(f"{label}/tests/{printable(rel)}: skipped (file name not UTF-8)")
@@ -464,7 +464,10 @@ def find_trial_folders(trials_dir: str | Path, refused: list[Path] | None = None
             if refused is not None:
                 refused.append(child)
             continue
-        found += find_trial_folders(child, refused, problems, seen)
+        below = find_trial_folders(child, refused, problems, seen)
+        if not below and child.is_symlink() and not any(p == child for p, _ in problems):
+            problems.append((child, "linked folder holds no trial folder (a link to a folder without trials)"))
+        found += below
     return sorted(found)
 
 

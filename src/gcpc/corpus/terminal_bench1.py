@@ -43,9 +43,10 @@ from typing import Any
 
 from gcpc.corpus.guard import allowed, outside_links, read_guarded
 from gcpc.corpus.harbor import display_path
-from gcpc.corpus.consistency import RUN_LEVEL_NOTE
+from gcpc.corpus.consistency import EMPTY_RESULTS, RUN_LEVEL_NOTE
+from gcpc.corpus.consistency import id_problem as test_id_problem
 from gcpc.corpus.ids import id_problem
-from gcpc.corpus.limits import LimitExceeded, check_file, read_bounded
+from gcpc.corpus.limits import MAX_BYTES, MAX_TEST_RESULTS, LimitExceeded, check_file, is_regular, read_bounded
 from gcpc.corpus.fingerprint import log_fingerprint, remember_fingerprint
 from gcpc.corpus.models import Exclusion, Outcome, Task, Trajectory, VerifierTest
 from gcpc.corpus.parallel import map_ordered
@@ -137,8 +138,11 @@ def _batch_at(folder: Path, run: str, notes: list[str], label: str) -> Batch | N
         notes.append(f"{label}/{problem if why else 'results.json: ' + problem}; the run-level list of trials is "
                      f"not used, agent and model come from run_metadata.json, tb.lock or the run folder name")
         data = {"results": []}
-    meta, _ = _load_json(folder / "run_metadata.json", "run_metadata.json")
-    lock, _ = _load_json(folder / "tb.lock", "tb.lock")
+    meta, meta_why = _load_json(folder / "run_metadata.json", "run_metadata.json")
+    lock, lock_why = _load_json(folder / "tb.lock", "tb.lock")
+    for why_not in (meta_why, lock_why):
+        if why_not and not why_not.endswith("missing"):
+            notes.append(f"{label}/{why_not}; not used (agent and model from the other run files or the folder name)")
     meta = meta if isinstance(meta, dict) else {}
     lock = lock if isinstance(lock, dict) else {}
     agent = lock.get("agent") if isinstance(lock.get("agent"), dict) else {}
@@ -317,9 +321,9 @@ def read_tasks(sc: Scan, root: Sequence[Path], notes: list[str]) -> list[Task]:
             if task_id not in first_source:  # the recorded path of the first file only (not one per trial)
                 first_source[task_id] = display_path(folder / "results.json", root)
         pr = entry.get("parser_results")
-        if per_trial and isinstance(pr, dict) and pr:
+        if per_trial and isinstance(pr, dict) and pr and len(pr) <= MAX_TEST_RESULTS:  # more: not used (consistency)
             n_reporting[task_id] += 1
-            key_counts[task_id].update(set(normalize_test_key(str(k)) for k in pr))
+            key_counts[task_id].update(set(k for k in (normalize_test_key(str(k)) for k in pr) if not test_id_problem(k)))
 
     for tf in sc.trials:
         if tf.result is not None:
@@ -406,6 +410,23 @@ def _model_and_harness(tf: TrialFolder) -> tuple[str, str]:
     return str(model), str(harness)
 
 
+def _same_bytes(a: Path, b: Path, piece: int = 1 << 20) -> bool:
+    """Two regular files of equal size within the agent-log limit, compared in pieces (never read whole)."""
+    try:
+        if not (is_regular(a) and is_regular(b)) or a.stat().st_size != b.stat().st_size \
+                or a.stat().st_size > MAX_BYTES["agent_log"]:
+            return False
+        with a.open("rb") as fa, b.open("rb") as fb:
+            while True:
+                x, y = fa.read(piece), fb.read(piece)
+                if x != y:
+                    return False
+                if not x:
+                    return True
+    except OSError:
+        return False
+
+
 def find_duplicates(trials: list[TrialFolder]) -> dict[Path, TrialFolder]:
     """Trial folders whose every file is byte-identical to the same file of an earlier folder of the
     same run and trial name (the first by depth, then path, is the original)."""
@@ -419,7 +440,7 @@ def find_duplicates(trials: list[TrialFolder]) -> dict[Path, TrialFolder]:
         members = sorted(members, key=lambda t: (len(t.path.parts), t.path.as_posix()))
         original = members[0]
         for other in members[1:]:
-            if other.files and all(f in original.files and (other.path / f).read_bytes() == (original.path / f).read_bytes()
+            if other.files and all(f in original.files and _same_bytes(other.path / f, original.path / f)
                                    for f in other.files):
                 dup[other.path] = original
     return dup
@@ -484,6 +505,8 @@ def read_trial(tf: TrialFolder, tasks_by_id: dict[str, Task] | None, *, root: Se
         value, pr = tf.result.get("is_resolved"), tf.result.get("parser_results")
         if "is_resolved" in tf.result and value is not None and not isinstance(value, bool):
             notes.append(f"{label}/results.json: field is_resolved is {value!r}, not true/false/null; outcome 'other'")
+        if isinstance(pr, dict) and not pr:
+            notes.append(f"{label}/results.json: {EMPTY_RESULTS} (parser_results is empty)")
         if pr is not None and not isinstance(pr, dict):
             notes.append(f"{label}/results.json: field parser_results is a {type(pr).__name__}, not an object; "
                          f"no per-test results for this trial")

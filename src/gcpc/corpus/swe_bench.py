@@ -322,11 +322,11 @@ def read_reports(reports_dir: Path, root: Sequence[Path], notes: list[str], know
         folder = path.parent.name
         real_folder = Path(os.path.realpath(path)).parent.name
         own_folder = folder != reports_dir.name and (known is None or folder in known)
+        if own_folder and path.is_symlink() and real_folder != folder:  # a link to another instance's report
+            borrowed[folder] = (f"{label}: {BORROWED_NOTE}: a link to the report of {real_folder!r}; "
+                                f"not used for {folder!r}")
+            continue
         if "resolved" in data or "tests_status" in data:  # one instance's report, in a folder named after it
-            if own_folder and path.is_symlink() and real_folder != folder:  # a link to another instance's report
-                borrowed[folder] = (f"{label}: {BORROWED_NOTE}: a link to the report of {real_folder!r}; "
-                                    f"not used for {folder!r}")
-                continue
             data = {folder: data}
         for iid, entry in data.items():
             if not isinstance(entry, dict):

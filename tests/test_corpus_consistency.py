@@ -225,3 +225,16 @@ def test_a_root_of_slash_is_one_line_from_the_command_line(tmp_path):
                            str(tmp_path)], capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.strip().count("\n") == 0 and "root '/' resolves to the filesystem root" in proc.stderr
+
+
+def test_the_rule_page_states_every_bound_as_the_code_has_it():
+    text = (REPO / "docs" / "corpus-rules.md").read_text()
+    for kind, limit in limits.MAX_BYTES.items():
+        assert f"| `{kind}` | {limit // limits.MB:,} MB |" in text, kind
+    for name in ("MAX_INFLATE_BYTES", "MAX_INFLATE_RATIO", "MAX_INT_DIGITS", "MAX_TEST_RESULTS", "MAX_TEST_ID_CHARS"):
+        assert f"`{name}`" in text, name
+    assert f"(`{limits.MAX_INT_DIGITS}`" not in text and f"({limits.MAX_INT_DIGITS})" in text
+    assert f"({limits.MAX_TEST_RESULTS:,})" in text and f"({limits.MAX_TEST_ID_CHARS:,})" in text
+    assert f"({limits.MAX_INFLATE_RATIO}×)" in text
+    for kind in consistency.KINDS:
+        assert kind in text, kind

@@ -23,6 +23,8 @@ import os
 import stat
 from pathlib import Path
 
+from gcpc.io import MAX_JSON_INT_DIGITS
+
 MB = 1_000_000
 
 MAX_BYTES: dict[str, int] = {
@@ -42,8 +44,9 @@ MAX_INFLATE_BYTES = 1_000 * MB
 """Uncompressed size of one entry of a zipped log."""
 MAX_INFLATE_RATIO = 200
 """Uncompressed / compressed size of one entry of a zipped log (a sample of ordinary JSON compresses 5-20x)."""
-MAX_INT_DIGITS = 100
-"""Digits of one integer in JSON read for outcomes or tests (a reward, a count, a status code)."""
+MAX_INT_DIGITS = MAX_JSON_INT_DIGITS
+"""Digits of one integer in JSON read for outcomes or tests (a reward, a count, a status code): 100, applied by
+`gcpc.io.loads_trusted` (the top-level io module, below the corpus layer, holds the number)."""
 MAX_DEPTH = 500
 """Nesting depth of JSON and of a parsed test file (deeper: excluded as 'nested too deeply')."""
 MAX_TEST_RESULTS = 10_000

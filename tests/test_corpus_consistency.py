@@ -20,6 +20,7 @@ from gcpc.corpus.ingest import ingest, population, population_markdown
 from gcpc.corpus.pytest_ast import collect_source
 from gcpc.corpus.swe_bench import read_reports
 from gcpc.errors import ConfigError, UserError
+from gcpc.synthesis.gates import code_only
 from gcpc.io import loads_trusted
 
 REPO = Path(__file__).resolve().parents[1]
@@ -169,13 +170,16 @@ def test_a_test_file_that_python_cannot_parse_never_makes_it_open_a_same_named_f
     state = {"on": True}
 
     def hook(event, args):
-        if state["on"] and event == "open" and isinstance(args[0], str) and "test_outputs" in args[0]:
+        if state["on"] and event == "open" and isinstance(args[0], str) and args[0] in ("test_outputs.py", "<unknown>"):
             opened.append(args[0])
 
     sys.addaudithook(hook)
+    source = "def test_x():\n    assert 1 == " + "9" * 5000 + "\n"
+    (tmp_path / "<unknown>").write_text("SECRET = 1\n")  # ast.parse's default file name
     try:
         with pytest.raises(ValueError, match="Exceeds the limit"):
-            collect_source("def test_x():\n    assert 1 == " + "9" * 5000 + "\n", "test_outputs.py")
+            collect_source(source, "test_outputs.py")
+        assert code_only(source) == source  # the synthesis gates parse verifier source too
     finally:
         state["on"] = False
     assert opened == []

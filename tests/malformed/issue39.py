@@ -316,6 +316,7 @@ def _swe(root: Path, outside: Path, V: Any, add: Any) -> None:
         ("e-traj-fifo", "excluded", "traj", good, None),
         ("e-traj-sparse", "excluded", "traj", good, None),
         ("e-traj-bigint", "excluded", "traj", good, None),
+        ("e-mini-traj-fifo", "excluded", "traj", good, None),
         ("i-report-nul-id", "noted", "per-test result id", report(True, [f2p, "tests/x.py::\x00"], [], [p2p], []), "PASS"),
         ("i-report-unknown-id", "noted", "test ids not among the task's verifier tests",
          report(True, [f2p, "tests/x.py::test_unknown"], [], [p2p], []), "PASS"),
@@ -326,7 +327,7 @@ def _swe(root: Path, outside: Path, V: Any, add: Any) -> None:
     add(V("swe39", "e-instance-bigint", f"instances.jsonl:{len(rows)}", "instances.jsonl", "excluded",
           family="swe files that never end"))
     for iid, kind, names, rep, outcome in cases:
-        path = root / "trajectories" / "run" / iid / f"{iid}.traj"
+        path = root / "trajectories" / "run" / iid / (f"{iid}.traj.json" if iid.startswith("e-mini") else f"{iid}.traj")
         _w(path, _traj([{"thought": iid, "action": "ls", "observation": "x.py", "response": "ls"}]))
         rpath = root / "reports" / iid / "report.json"
         rpath.parent.mkdir(parents=True, exist_ok=True)
@@ -342,7 +343,7 @@ def _swe(root: Path, outside: Path, V: Any, add: Any) -> None:
             _sparse(rpath, 3_000_000_000)
         elif rep == "bigint":
             rpath.write_text(json.dumps(good).replace('"resolved": true', f'"resolved": true, "n": {BIG_INT}'))
-        if iid == "e-traj-fifo":
+        if iid in ("e-traj-fifo", "e-mini-traj-fifo"):
             _fifo(path)
         elif iid == "e-traj-sparse":
             _sparse(path, 3_000_000_000)

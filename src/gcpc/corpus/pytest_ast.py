@@ -552,10 +552,11 @@ def _last_definitions(body: list[ast.stmt]) -> list[ast.stmt]:
     return [s for i, s in enumerate(body) if not hasattr(s, "name") or last.get(s.name) == i]  # type: ignore[attr-defined]
 
 
-PARSE_FILENAME = "<gcpc test module>"
-"""The file name `ast.parse` is given when no absolute path is: CPython re-opens the file name of a syntax error
-(an over-long integer literal, say) to show its line, so a relative name like 'test_outputs.py' would read a
-same-named file of the working directory (issue 39)."""
+PARSE_FILENAME = os.devnull
+"""The file name `ast.parse` is given for source that is not read from a file: CPython re-opens the file name of a
+syntax error (an over-long integer literal, say) to show its line, so a relative name ('test_outputs.py', or the
+default '<unknown>') would read a same-named file of the working directory (issue 39); the null device reads as
+empty, and the parser then shows the line from the source it was given."""
 
 
 def collect_source(source: str, file: str, notes: list[str] | None = None, label: str | None = None,

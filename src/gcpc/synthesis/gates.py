@@ -70,6 +70,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from gcpc.corpus.models import VerifierTest
+from gcpc.corpus.pytest_ast import PARSE_FILENAME
 from gcpc.llm.heuristic.tokens import words
 from gcpc.llm.schemas import GeneratedItem
 
@@ -130,7 +131,7 @@ def code_only(source: str) -> str:
     try:
         with warnings.catch_warnings():  # verifier code may hold invalid escapes; parsing it must not warn
             warnings.simplefilter("ignore", (SyntaxWarning, DeprecationWarning))
-            tree = ast.parse(textwrap.dedent(source))
+            tree = ast.parse(textwrap.dedent(source), filename=PARSE_FILENAME)  # never a relative name
     except SyntaxError:
         return source
     for node in ast.walk(tree):
@@ -253,7 +254,7 @@ def _code_strings(name: str, text: str) -> frozenset[str]:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", (SyntaxWarning, DeprecationWarning))
-                tree = ast.parse(textwrap.dedent(code_only(text)))
+                tree = ast.parse(textwrap.dedent(code_only(text)), filename=PARSE_FILENAME)
         except SyntaxError:
             tree = None
         if tree is not None:

@@ -1,6 +1,8 @@
-"""Hostile and malformed corpora (made by tests/malformed/make_variants.py): ingest never crashes,
-never reads outside the corpus, and names the file of every bad item (the corpus fuzz suite of issue 25:
-at least 150 variants; unreadable files and folders are read as a user that is not root).
+"""Hostile and malformed corpora (made by tests/malformed/make_variants.py and, for issue 39's kinds,
+tests/malformed/issue39.py): ingest never crashes or hangs, never reads outside the corpus, and names the file of
+every bad item (the corpus fuzz suite of issues 25 and 39: at least 250 variants over the four formats, each
+corpus ingested in a forked child under TIME_LIMIT_S and MEMORY_LIMIT_BYTES; unreadable files and folders are
+read as a user that is not root).
 
 Each variant spoils one item (a trial, a task, an instance) of a Harbor, a Terminal-Bench 1 or a
 SWE-bench corpus. Expected per variant: `excluded` (an exclusion for that item whose path or
@@ -23,6 +25,7 @@ import pytest
 from malformed.make_variants import CONFIGS, SECRET_MARKER, Variant, make_corpora, make_permission_corpora
 
 from gcpc.corpus import guard
+from gcpc.corpus.consistency import CONTRADICTION_NOTE
 from gcpc.corpus.ingest import IngestResult, ingest, write_outputs
 from gcpc.io import iter_jsonl, write_jsonl
 
@@ -68,8 +71,8 @@ def check_variant(v: Variant, res: IngestResult) -> str | None:
         ok = any(v.names in f"{e.path} {e.reason}" for e in excl) and not kept and not kept_tasks
     elif v.kind == "noted":
         ok = not excl and any(v.names in t for t in texts)
-    elif v.kind == "kept":
-        ok = not excl and bool(kept or kept_tasks)
+    elif v.kind == "kept":  # and, for a trajectory, not noted as contradicting its own tests
+        ok = not excl and bool(kept or kept_tasks) and not any(CONTRADICTION_NOTE in n for t in kept for n in t.notes)
     else:
         ok = bool(kept) and any(e.kind.value == "system" and e.source and e.source.path == v.names for e in kept[0].events)
     if ok and v.outcome is not None:
@@ -179,14 +182,17 @@ def run_fuzz(dest: Path, made: list[Variant], configs: dict, out: Path) -> tuple
     return rows, problems, [str(r) for r in outside_reads]
 
 
-def test_at_least_150_variants_ingest_without_a_crash_and_every_bad_item_is_named(variants, tmp_path, capsys):
+def test_at_least_250_variants_over_four_formats_ingest_without_a_crash_and_every_bad_item_is_named(variants, tmp_path, capsys):
     dest, made = variants
     assert {v.corpus for v in made} == set(CONFIGS)
     rows, problems, outside = run_fuzz(dest, made, CONFIGS, tmp_path)
     with capsys.disabled():
         print(f"\ncorpus fuzz suite ({len(made)} variants, permission variants in the next test):\n{fuzz_table(rows)}")
     assert not problems, "\n".join(problems)
-    assert len(made) >= 150  # and the permission variants, read as a user that is not root
+    formats = {str(CONFIGS[v.corpus].get("format") or "harbor") for v in made}
+    if "inspect39" in CONFIGS:  # the optional extra `inspect` is installed
+        assert formats == {"harbor", "terminal-bench-1", "swe-bench", "inspect"}
+    assert len(made) >= 250  # and the permission variants, read as a user that is not root
     # the valid items are still read: one bad item never aborts the corpus
     tasks = {json.loads(line)["task_id"] for line in (tmp_path / "harbor" / "tasks.jsonl").read_text().splitlines()}
     assert {"t-ok", "t-parametrize-bomb", "t-m-instruction-bom", "t-m-toml-bom"} <= tasks

@@ -359,7 +359,7 @@ def _swe(root: Path, outside: Path, V: Any, add: Any) -> None:
 
 def _swe_config_corpora(dest: Path, V: Any, add: Any) -> dict[str, dict[str, Any]]:
     """Instances files that are a FIFO or a sparse multi-gigabyte file: one exclusion, no traceback."""
-    from malformed.make_variants import _traj, _w
+    from malformed.make_variants import _instance, _traj, _w
 
     configs = {}
     for name, make in (("cfg-instances-fifo", _fifo), ("cfg-instances-sparse", lambda p: _sparse(p, 3_000_000_000))):
@@ -369,6 +369,17 @@ def _swe_config_corpora(dest: Path, V: Any, add: Any) -> dict[str, dict[str, Any
         configs[name] = {"name": name, "format": "swe-bench", "root": name, "tasks_file": "instances.jsonl",
                          "trials_dirs": ["trajectories/run"]}
         add(V(name, name, "instances.jsonl", "instances.jsonl", "excluded", family="swe files that never end"))
+    # the reports folder a link to a folder outside the corpus: refused with a note, trajectories kept (no report)
+    root = dest / "cfg-reports-outside"
+    _w(root / "instances.jsonl", json.dumps(_instance("a-1")) + "\n")
+    _w(root / "trajectories" / "run" / "a-1" / "a-1.traj", _traj())
+    _w(dest / "outside" / "reports" / "a-1" / "report.json", json.dumps({"a-1": {"resolved": True}}))
+    os.symlink(dest / "outside" / "reports", root / "reports")
+    configs["cfg-reports-outside"] = {"name": "cfg-reports-outside", "format": "swe-bench", "root": "cfg-reports-outside",
+                                      "tasks_file": "instances.jsonl", "trials_dirs": ["trajectories/run"],
+                                      "reports_dirs": ["reports"]}
+    add(V("cfg-reports-outside", "cfg-reports-dir-link-outside", "reports", "reports: link outside the corpus root",
+          "noted", family="config links leaving the root"))
     return configs
 
 

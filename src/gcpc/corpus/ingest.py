@@ -100,6 +100,8 @@ def _read_harbor(cfg: dict[str, Any], root: Path, roots: list[Path]) -> tuple[li
     refused: list[Path] = []
     unreadable: list[tuple[Path, str]] = []
     for d in trials_dirs:
+        if d is None:  # a link leading outside the corpus root (noted by `linked_outside`)
+            continue
         path = root / d
         if not path.is_dir():
             raise FileNotFoundError(f"corpus {name!r}: trials directory {display_path(path, roots)} not found")
@@ -191,7 +193,8 @@ REFUSED_LINK = "link outside the corpus root"
 
 def linked_outside(cfg: dict[str, Any], corpus_root: Path) -> tuple[dict[str, Any], list[str]]:
     """The config without the path entries that are links resolving outside the corpus root, and a note for each
-    (none when the config sets ALLOW_OUTSIDE). A refused `tasks_dir` / `tasks_file` is kept under `_refused_<key>`."""
+    (none when the config sets ALLOW_OUTSIDE). A refused `tasks_dir` / `tasks_file` is kept under `_refused_<key>`;
+    a refused entry of a list (`trials_dirs`, `reports_dirs`) becomes None (the readers skip it)."""
     if cfg.get(ALLOW_OUTSIDE):
         return cfg, []
     real_root = os.path.realpath(corpus_root)
@@ -200,16 +203,17 @@ def linked_outside(cfg: dict[str, Any], corpus_root: Path) -> tuple[dict[str, An
     for key in PATH_KEYS:
         value = cfg.get(key)
         entries = [value] if isinstance(value, str) else list(value or [])
-        kept = []
+        kept: list[Any] = []
         for rel in entries:
             real = os.path.realpath(corpus_root / rel)
             if real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep):
                 kept.append(rel)
                 continue
+            kept.append(None)  # a placeholder: trials_dirs and reports_dirs pair up by position
             notes.append(f"{rel}: {REFUSED_LINK}: the corpus config's {key} entry {rel!r} is a link leading outside "
                          f"the corpus root; not read (set {ALLOW_OUTSIDE}: true to follow it)")
         if isinstance(value, str):
-            if not kept:
+            if kept == [None]:
                 out[key] = None
                 out[f"_refused_{key}"] = value
         elif value is not None:

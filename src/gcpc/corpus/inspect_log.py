@@ -393,6 +393,8 @@ def read_corpus(cfg: dict[str, Any], root: Path, roots: Sequence[Path]) -> tuple
     notes: list[str] = []
     logs: list[Path] = []
     for entry in entries:
+        if entry is None:  # a link leading outside the corpus root (noted by gcpc.corpus.ingest.linked_outside)
+            continue
         path = root / entry
         found = find_logs(path)
         if not found:

@@ -430,11 +430,13 @@ def read_corpus(cfg: dict[str, Any], root: Path, roots: Sequence[Path]) -> tuple
     max_chars = cfg.get("render_max_chars")
     trajectories: list[Trajectory] = []
     for i, d in enumerate(trials_dirs):
+        if d is None:  # a link leading outside the corpus root (noted by gcpc.corpus.ingest.linked_outside)
+            continue
         run_dir = root / d
         if not run_dir.is_dir():
             raise FileNotFoundError(f"{display_path(run_dir, roots)}: trajectories folder not found")
         run = run_dir.name
-        reports = read_reports(root / reports_dirs[i], roots, notes, set(by_id)) if reports_dirs else {}
+        reports = read_reports(root / reports_dirs[i], roots, notes, set(by_id)) if reports_dirs and reports_dirs[i] else {}
         for path in sorted([*run_dir.rglob("*.traj"), *run_dir.rglob("*" + MINI_SUFFIX)]):
             label = display_path(path, roots)
             iid = _instance_of(path)

@@ -637,7 +637,7 @@ def read_corpus(cfg: dict[str, Any], root: Path, roots: Sequence[Path], workers:
     """A Terminal-Bench 1 corpus: `trials_dirs` are folders of runs (every subfolder one run); runs are scanned
     and trials read in up to `workers` processes (`gcpc.corpus.parallel`: the same result for any count)."""
     dirs = cfg.get("trials_dirs") or cfg.get("tasks_dir") or []
-    dirs = [dirs] if isinstance(dirs, str) else list(dirs)
+    dirs = [dirs] if isinstance(dirs, str) else [d for d in dirs if d is not None]  # None: refused (ingest.linked_outside)
     sc = scan([root / d for d in dirs], roots, workers)
     notes = list(sc.notes)
     tasks = read_tasks(sc, roots, notes)

@@ -242,3 +242,11 @@ def test_the_rule_page_states_every_bound_as_the_code_has_it():
     assert f"({limits.MAX_INFLATE_RATIO}×)" in text
     for kind in consistency.KINDS:
         assert kind in text, kind
+
+
+def test_bounded_text_reads_as_read_text_did(tmp_path):
+    """Instructions, task.toml and test modules went through Path.read_text (universal newlines); the bounded
+    reader must give the same text (a CRLF instruction of the shared SkillsBench set changed otherwise)."""
+    path = tmp_path / "instruction.md"
+    path.write_bytes(b"a\r\nb\rc\n\xc3\xa9")
+    assert limits.read_text_bounded(path, "task_file") == path.read_text(encoding="utf-8") == "a\nb\nc\né"

@@ -26,7 +26,7 @@ from gcpc.corpus.claude_code import parse_log
 from gcpc.corpus.consistency import EMPTY_RESULTS, REWARD_FILE_NOTE, REWARD_KEYS_NOTE
 from gcpc.corpus.guard import allowed, describe, outside_links, read_guarded
 from gcpc.corpus.ids import ID, id_problem, printable
-from gcpc.corpus.limits import LimitExceeded, check_file, is_regular, read_bounded
+from gcpc.corpus.limits import LimitExceeded, check_file, is_regular, read_bounded, read_text_bounded
 from gcpc.corpus.models import Event, Exclusion, Outcome, Task, Trajectory
 from gcpc.corpus.pytest_ast import collect_file
 from gcpc.corpus.size import log_size
@@ -132,8 +132,7 @@ def read_task(folder: str | Path, benchmark: str, *, root: Path | Sequence[Path]
     if not os.path.lexists(instruction_path):
         raise FileNotFoundError(f"{display_path(instruction_path, root)}: task instruction missing")
     try:
-        instruction = read_bounded(instruction_path, "task_file", display_path(instruction_path, root)).decode(
-            "utf-8").removeprefix(BOM)
+        instruction = read_text_bounded(instruction_path, "task_file", display_path(instruction_path, root)).removeprefix(BOM)
     except UnicodeDecodeError as exc:
         raise ValueError(f"{display_path(instruction_path, root)}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
     if "\x00" in instruction:
@@ -146,8 +145,7 @@ def read_task(folder: str | Path, benchmark: str, *, root: Path | Sequence[Path]
     toml_path = folder / "task.toml"
     if os.path.lexists(toml_path):
         try:
-            config = tomllib.loads(read_bounded(toml_path, "task_file", display_path(toml_path, root)).decode(
-                "utf-8").removeprefix(BOM))
+            config = tomllib.loads(read_text_bounded(toml_path, "task_file", display_path(toml_path, root)).removeprefix(BOM))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ValueError(f"{display_path(toml_path, root)}: invalid TOML ({exc})") from exc
         table = config.get("metadata", {})

@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import os
 import stat
-from pathlib import Path
-
 from gcpc.io import MAX_JSON_INT_DIGITS
 
 MB = 1_000_000
@@ -121,6 +119,7 @@ def _file_type(mode: int) -> str:
     return "not a regular file"
 
 
-def bounded_path_text(path: Path, kind: str, label: str | None = None) -> str:
-    """`read_bounded` decoded as UTF-8 (UnicodeDecodeError as usual)."""
-    return read_bounded(path, kind, label).decode("utf-8")
+def read_text_bounded(path: str | os.PathLike[str], kind: str, label: str | None = None) -> str:
+    """`read_bounded` as `Path.read_text(encoding="utf-8")` gives it: UTF-8 (UnicodeDecodeError as usual), with
+    universal newlines (CRLF and lone CR read as LF)."""
+    return read_bounded(path, kind, label).decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gcpc.corpus.limits import read_bounded
+from gcpc.corpus.limits import read_text_bounded
 from gcpc.corpus.models import VerifierTest
 
 TEST_FUNC_PREFIX = "test_"
@@ -619,7 +619,7 @@ def collect_file(path: str | Path, file: str, notes: list[str] | None = None, la
     """Read one test module (UTF-8) and enumerate its tests; errors name the file."""
     path = Path(path)
     try:  # a leading BOM: read, not kept; within the byte limit of a task file (gcpc.corpus.limits)
-        source = read_bounded(path, "task_file", label).decode("utf-8").removeprefix("\ufeff")
+        source = read_text_bounded(path, "task_file", label).removeprefix("\ufeff")
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"{path}: cannot read test module ({exc})") from exc
     try:

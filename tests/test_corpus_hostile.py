@@ -51,6 +51,9 @@ def _reads_outside(dest: Path):
             mode = args[1] if len(args) > 1 else None
             if isinstance(mode, str) and any(c in mode for c in "wax+"):
                 return
+            if not os.path.isabs(os.fsdecode(args[0]) if isinstance(args[0], bytes) else os.fspath(args[0])):
+                seen.append(f"opened by relative name: {os.fspath(args[0])!r}")  # whatever the working folder holds
+                return
             real = os.path.realpath(args[0])
             if not (real == corpus or real.startswith(corpus + os.sep)) and not guard._is_system(real):
                 seen.append(real)
@@ -111,6 +114,7 @@ def _ingest_child(conn, cfg: dict, dest: Path, out: Path) -> None:
 
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT_BYTES, MEMORY_LIMIT_BYTES))
     outside_reads, state = _reads_outside(dest)
+    os.chdir(dest / str(cfg.get("root") or "."))  # a file opened by relative name would then pass the guard: seen here
     try:
         state["on"] = True  # the ingest reads the corpus; writing the outputs reads what it wrote
         try:

@@ -59,6 +59,7 @@ nonempty
 from __future__ import annotations
 
 import ast
+import os
 import re
 import textwrap
 import warnings
@@ -70,7 +71,6 @@ from typing import Literal
 from pydantic import BaseModel
 
 from gcpc.corpus.models import VerifierTest
-from gcpc.corpus.pytest_ast import PARSE_FILENAME
 from gcpc.llm.heuristic.tokens import words
 from gcpc.llm.schemas import GeneratedItem
 
@@ -123,6 +123,12 @@ def resolve_test_ref(ref: str, tests: Sequence[VerifierTest]) -> str | None:
         return ref
     matches = [i for i in ids if i.endswith("::" + ref)]
     return matches[0] if len(matches) == 1 else None
+
+
+PARSE_FILENAME = os.devnull
+"""The file name given to `ast.parse` (as gcpc.corpus.pytest_ast.PARSE_FILENAME, not imported: this stage's DVC deps
+list corpus/authorship.py only): on a syntax error CPython re-opens the file name to show the line, and the
+default '<unknown>' was opened relative to the working folder (issue 39); the null device reads as empty."""
 
 
 @lru_cache(maxsize=4096)

@@ -1,6 +1,8 @@
-"""Hostile and malformed corpora (made by tests/malformed/make_variants.py): ingest never crashes,
-never reads outside the corpus, and names the file of every bad item (the corpus fuzz suite of issue 25:
-at least 150 variants; unreadable files and folders are read as a user that is not root).
+"""Hostile and malformed corpora (made by tests/malformed/make_variants.py and, for issue 39's kinds,
+tests/malformed/issue39.py): ingest never crashes or hangs, never reads outside the corpus, and names the file of
+every bad item (the corpus fuzz suite of issues 25 and 39: at least 250 variants over the four formats, each
+corpus ingested in a forked child under TIME_LIMIT_S and MEMORY_LIMIT_BYTES; unreadable files and folders are
+read as a user that is not root).
 
 Each variant spoils one item (a trial, a task, an instance) of a Harbor, a Terminal-Bench 1 or a
 SWE-bench corpus. Expected per variant: `excluded` (an exclusion for that item whose path or
@@ -23,6 +25,7 @@ import pytest
 from malformed.make_variants import CONFIGS, SECRET_MARKER, Variant, make_corpora, make_permission_corpora
 
 from gcpc.corpus import guard
+from gcpc.corpus.consistency import CONTRADICTION_NOTE
 from gcpc.corpus.ingest import IngestResult, ingest, write_outputs
 from gcpc.io import iter_jsonl, write_jsonl
 
@@ -48,6 +51,9 @@ def _reads_outside(dest: Path):
             mode = args[1] if len(args) > 1 else None
             if isinstance(mode, str) and any(c in mode for c in "wax+"):
                 return
+            if not os.path.isabs(os.fsdecode(args[0]) if isinstance(args[0], bytes) else os.fspath(args[0])):
+                seen.append(f"opened by relative name: {os.fspath(args[0])!r}")  # whatever the working folder holds
+                return
             real = os.path.realpath(args[0])
             if not (real == corpus or real.startswith(corpus + os.sep)) and not guard._is_system(real):
                 seen.append(real)
@@ -68,8 +74,8 @@ def check_variant(v: Variant, res: IngestResult) -> str | None:
         ok = any(v.names in f"{e.path} {e.reason}" for e in excl) and not kept and not kept_tasks
     elif v.kind == "noted":
         ok = not excl and any(v.names in t for t in texts)
-    elif v.kind == "kept":
-        ok = not excl and bool(kept or kept_tasks)
+    elif v.kind == "kept":  # and, for a trajectory, not noted as contradicting its own tests
+        ok = not excl and bool(kept or kept_tasks) and not any(CONTRADICTION_NOTE in n for t in kept for n in t.notes)
     else:
         ok = bool(kept) and any(e.kind.value == "system" and e.source and e.source.path == v.names for e in kept[0].events)
     if ok and v.outcome is not None:
@@ -82,7 +88,8 @@ def check_variant(v: Variant, res: IngestResult) -> str | None:
 
 def fuzz_table(rows: dict[str, list[int]]) -> str:
     """The closing-note table: variants, crashes, silent acceptances and reads outside the corpus per kind."""
-    lines = ["| variant kind | variants | crashes | silent acceptances | reads outside the corpus |", "|---|---:|---:|---:|---:|"]
+    lines = ["| variant kind | variants | crashes or hangs | silent acceptances | reads outside the corpus |",
+             "|---|---:|---:|---:|---:|"]
     total = [0, 0, 0, 0]
     for family, row in sorted(rows.items()):
         lines.append(f"| {family} | " + " | ".join(map(str, row)) + " |")
@@ -95,23 +102,73 @@ def _family(v: Variant) -> str:
     return v.family or f"{v.corpus} {v.name.split('-')[0]} (earlier suite)"
 
 
-def run_fuzz(dest: Path, made: list[Variant], configs: dict, out: Path) -> tuple[dict[str, list[int]], list[str], list[str]]:
-    """Ingest every corpus and write its outputs; per variant kind [variants, crashes, silent, outside reads]."""
+TIME_LIMIT_S = 120
+"""Seconds one corpus's ingest (all its variants) may take; past it the child is killed and counted as a hang."""
+MEMORY_LIMIT_BYTES = 3 * 1024**3
+"""Address space of the child that ingests one corpus (RLIMIT_AS): a variant that makes the reader hold a sparse
+multi-gigabyte file fails the corpus with MemoryError instead of taking the machine."""
+
+
+def _ingest_child(conn, cfg: dict, dest: Path, out: Path) -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT_BYTES, MEMORY_LIMIT_BYTES))
     outside_reads, state = _reads_outside(dest)
+    os.chdir(dest / str(cfg.get("root") or "."))  # a file opened by relative name would then pass the guard: seen here
+    try:
+        state["on"] = True  # the ingest reads the corpus; writing the outputs reads what it wrote
+        try:
+            result = ingest(cfg, dest)
+        finally:
+            state["on"] = False
+        write_outputs(result, out)
+        conn.send(("ok", result, list(outside_reads)))
+    except BaseException as exc:  # noqa: BLE001 - reported as a crash of every variant of the corpus
+        conn.send(("crash", f"{type(exc).__name__}: {str(exc)[:500]}", list(outside_reads)))
+    finally:
+        conn.close()
+
+
+def ingest_limited(cfg: dict, dest: Path, out: Path) -> tuple[IngestResult | None, str | None, list[str]]:
+    """`ingest(cfg, dest)` and its outputs written to `out`, in a forked child under TIME_LIMIT_S and
+    MEMORY_LIMIT_BYTES: (result, None, reads outside the corpus) or (None, why it crashed or hung, reads)."""
+    import multiprocessing as mp
+
+    import pandas  # noqa: F401 - imported once here, not in every child (3 s each under load)
+    import pyarrow.parquet  # noqa: F401
+
+    ctx = mp.get_context("fork")
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_ingest_child, args=(child, cfg, dest, out))
+    proc.start()
+    child.close()
+    try:
+        if not parent.poll(TIME_LIMIT_S):
+            proc.kill()
+            return None, f"hung: no result within {TIME_LIMIT_S} s", []
+        status, payload, reads = parent.recv()
+    except EOFError:
+        proc.join(5)
+        return None, f"crashed: the child exited with {proc.exitcode} (killed for memory?)", []
+    finally:
+        proc.join(10)
+        if proc.is_alive():
+            proc.kill()
+    return (payload, None, reads) if status == "ok" else (None, f"crashed: {payload}", reads)
+
+
+def run_fuzz(dest: Path, made: list[Variant], configs: dict, out: Path) -> tuple[dict[str, list[int]], list[str], list[str]]:
+    """Ingest every corpus (each under a time and memory limit) and write its outputs; per variant kind
+    [variants, crashes or hangs, silent acceptances, reads outside the corpus]."""
+    outside_reads: list[str] = []
     rows: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
     problems: list[str] = []
     results: dict[str, IngestResult | None] = {}
     for name, cfg in configs.items():
-        try:
-            state["on"] = True  # the ingest reads the corpus; writing the outputs reads what it wrote
-            try:
-                results[name] = ingest(cfg, dest)
-            finally:
-                state["on"] = False
-            write_outputs(results[name], out / name)
-        except Exception as exc:  # noqa: BLE001 - counted as a crash of every variant of the corpus
-            results[name] = None
-            problems.append(f"{name}: crashed: {type(exc).__name__}: {exc}")
+        results[name], why, reads = ingest_limited(cfg, dest, out / name)
+        outside_reads += reads
+        if why:
+            problems.append(f"{name}: {why}")
     for v in made:
         row = rows[_family(v)]
         row[0] += 1
@@ -129,14 +186,17 @@ def run_fuzz(dest: Path, made: list[Variant], configs: dict, out: Path) -> tuple
     return rows, problems, [str(r) for r in outside_reads]
 
 
-def test_at_least_150_variants_ingest_without_a_crash_and_every_bad_item_is_named(variants, tmp_path, capsys):
+def test_at_least_250_variants_over_four_formats_ingest_without_a_crash_and_every_bad_item_is_named(variants, tmp_path, capsys):
     dest, made = variants
     assert {v.corpus for v in made} == set(CONFIGS)
     rows, problems, outside = run_fuzz(dest, made, CONFIGS, tmp_path)
     with capsys.disabled():
         print(f"\ncorpus fuzz suite ({len(made)} variants, permission variants in the next test):\n{fuzz_table(rows)}")
     assert not problems, "\n".join(problems)
-    assert len(made) >= 150  # and the permission variants, read as a user that is not root
+    formats = {str(CONFIGS[v.corpus].get("format") or "harbor") for v in made}
+    if "inspect39" in CONFIGS:  # the optional extra `inspect` is installed
+        assert formats == {"harbor", "terminal-bench-1", "swe-bench", "inspect"}
+    assert len(made) >= 250  # and the permission variants, read as a user that is not root
     # the valid items are still read: one bad item never aborts the corpus
     tasks = {json.loads(line)["task_id"] for line in (tmp_path / "harbor" / "tasks.jsonl").read_text().splitlines()}
     assert {"t-ok", "t-parametrize-bomb", "t-m-instruction-bom", "t-m-toml-bom"} <= tasks

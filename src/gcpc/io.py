@@ -355,12 +355,24 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return obj
 
 
+MAX_JSON_INT_DIGITS = 100
+"""Digits of one integer in trusted JSON (gcpc.corpus.limits.MAX_INT_DIGITS; Python's own limit of 4,300 digits
+raises a bare ValueError from inside the parser)."""
+
+
+def _bounded_int(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    if digits > MAX_JSON_INT_DIGITS:
+        raise json.JSONDecodeError(f"integer of {digits} digits (limit {MAX_JSON_INT_DIGITS})", text[:20] + "...", 0)
+    return int(text)
+
+
 def loads_trusted(data: bytes | str) -> Any:
     """UTF-8 JSON with one leading byte-order mark dropped (accepted, kept nowhere) and any duplicated
-    key refused (`DuplicateKey`); other errors as `json.loads` (UnicodeDecodeError, JSONDecodeError,
-    RecursionError)."""
+    key refused (`DuplicateKey`); an integer of more than MAX_JSON_INT_DIGITS digits is a JSONDecodeError;
+    other errors as `json.loads` (UnicodeDecodeError, JSONDecodeError, RecursionError)."""
     text = data.decode("utf-8") if isinstance(data, bytes) else data
-    return json.loads(text.removeprefix(BOM), object_pairs_hook=_no_duplicates)
+    return json.loads(text.removeprefix(BOM), object_pairs_hook=_no_duplicates, parse_int=_bounded_int)
 
 
 # --- a stage's outputs as one unit ---------------------------------------------------------------

@@ -21,6 +21,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+if __name__ == "__main__":  # run as a script: the `malformed` package is tests/malformed
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from malformed import issue39  # noqa: E402
+
 SECRET_MARKER = "OUTSIDE-THE-CORPUS-7f3a"
 DEEP = 3000  # nesting depth of the deeply nested JSON variants
 
@@ -468,6 +472,8 @@ PERMISSION_CONFIGS = {
     "perm-harbor": {"name": "perm-harbor", "benchmark": "skillsbench", "root": "perm-harbor", "tasks_dir": "tasks",
                     "trials_dirs": ["jobs"]},
     "perm-tb1": {"name": "perm-tb1", "format": "terminal-bench-1", "root": "perm-tb1", "trials_dirs": ["runs"]},
+    "perm-swe": {"name": "perm-swe", "format": "swe-bench", "root": "perm-swe", "tasks_file": "instances.jsonl",
+                 "trials_dirs": ["trajectories/run"]},
 }
 """Corpora whose variants are unreadable files and folders (mode 000): they are read as a user that is not root."""
 
@@ -498,6 +504,10 @@ def make_permission_corpora(dest: str | Path) -> list[Variant]:
         locked.append(f / target)
         rel = f.relative_to(h).as_posix()
         made.append(Variant("perm-harbor", name, rel, f"{rel}/{target}", "noted", family="permissions (harbor)"))
+    f = _task(h, "t-unreadable-tests")
+    locked.append(f / "tests")
+    made.append(Variant("perm-harbor", "perm-tests-folder", "tasks/t-unreadable-tests", "tasks/t-unreadable-tests/tests",
+                        family="permissions (harbor)"))
     job = h / "jobs" / "locked-job"
     _w(job / "t-ok__inside" / "result.json", "{}")
     locked.append(job)
@@ -516,6 +526,11 @@ def make_permission_corpora(dest: str | Path) -> list[Variant]:
         locked.append(f / target if target else f)
         rel = f.relative_to(t).as_posix()
         made.append(Variant("perm-tb1", name, rel, f"{rel}/{target}" if target else rel, kind, family="permissions (tb1)"))
+    s = dest / "perm-swe"
+    _w(s / "instances.jsonl", json.dumps(_instance("a-1")) + "\n")
+    _w(s / "trajectories" / "run" / "a-1" / "a-1.traj", _traj())
+    locked.append(s / "instances.jsonl")
+    made.append(Variant("perm-swe", "perm-swe-instances", "instances.jsonl", "instances.jsonl", family="permissions (swe)"))
     for p in sorted(locked, key=lambda p: -len(p.parts)):  # deepest first: a locked folder hides what is below
         p.chmod(0)
     return made
@@ -549,6 +564,7 @@ def make_corpora(dest: str | Path) -> list[Variant]:
     log = Path(__file__).resolve().parents[1] / "fixtures" / "terminal_bench_1" / "runs" / "20250101_swe-agent-mini_model-x" / \
         "batch-1" / "hello-world" / "hello-world.1-of-1.batch-1" / "sessions" / "agent.log"
     _tb1_matrix(dest / "tb1", outside, log.read_bytes() if log.is_file() else None)
+    CONFIGS.update(issue39.make(dest, outside, VARIANTS, Variant))  # the kinds of issue 39, four formats
     return list(VARIANTS)
 
 

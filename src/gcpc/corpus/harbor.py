@@ -3,7 +3,11 @@
 A task folder is read only through `instruction.md`, `task.toml` and `tests/`: the reference
 solution (`solution/`) and the environment must never reach checklist synthesis. A trial
 folder's agent log is read from `agent/` only; nothing under `verifier/` except the per-test
-results in `verifier/ctrf.json` is read, and those never become log events.
+results in `verifier/ctrf.json` and the reward files `verifier/reward.txt` / `verifier/reward.json` (checked
+against result.json, never used as the outcome) is read, and those never become log events.
+
+The outcome is `verifier_result.rewards[reward_key]` (corpus config `reward_key`, default `reward`, Harbor's
+own); other reward keys are recorded in a note. Consistency rules: docs/corpus-rules.md.
 """
 
 from __future__ import annotations
@@ -19,8 +23,10 @@ from typing import Any
 
 from gcpc.corpus.atif import parse_atif_file
 from gcpc.corpus.claude_code import parse_log
+from gcpc.corpus.consistency import EMPTY_RESULTS, REWARD_FILE_NOTE, REWARD_KEYS_NOTE
 from gcpc.corpus.guard import allowed, describe, outside_links, read_guarded
 from gcpc.corpus.ids import ID, id_problem, printable
+from gcpc.corpus.limits import LimitExceeded, check_file, is_regular, read_bounded, read_text_bounded
 from gcpc.corpus.models import Event, Exclusion, Outcome, Task, Trajectory
 from gcpc.corpus.pytest_ast import collect_file
 from gcpc.corpus.size import log_size
@@ -72,20 +78,34 @@ def _metadata_value(value: Any) -> str | int | float | bool | list[str] | None:
 def _read_verifier_files(tests_dir: Path, label: str, notes: list[str]) -> dict[str, str]:
     files: dict[str, str] = {}
     real_tests = tests_dir.resolve()
-    for path in sorted(p for p in tests_dir.rglob("*") if p.is_file() or p.is_symlink()):
+    found: list[Path] = []
+
+    def unreadable(exc: OSError) -> None:  # a tests/ folder (or one below it) that cannot be listed: no 0-test task
+        where = Path(exc.filename).relative_to(tests_dir).as_posix() if exc.filename else ""
+        raise OSError(exc.errno, f"{label}/tests/{where}".rstrip("/") + f": folder unreadable ({exc.strerror})")
+
+    for base, dirs, names in os.walk(tests_dir, onerror=unreadable):
+        dirs.sort()
+        found += [Path(base) / n for n in names]
+        found += [Path(base) / d for d in dirs if os.path.islink(os.path.join(base, d))]
+    for path in sorted(p for p in found if not p.is_dir() or p.is_symlink()):
         rel = path.relative_to(tests_dir).as_posix()
         if printable(rel) != rel:
             notes.append(f"{label}/tests/{printable(rel)}: skipped (file name not UTF-8)")
             continue
         real = path.resolve()
-        if not real.is_relative_to(real_tests) or not real.is_file():
-            notes.append(f"{label}/tests/{rel}: skipped (link outside tests/ or not a file)")
+        if not real.is_relative_to(real_tests) or not is_regular(real):
+            notes.append(f"{label}/tests/{rel}: skipped (link outside tests/ or not a regular file)")
             continue
         size = real.stat().st_size
         if size > MAX_VERIFIER_FILE_BYTES:
             notes.append(f"{label}/tests/{rel}: skipped (over 1 MB: {size} bytes)")
             continue
-        data = real.read_bytes().removeprefix(BOM.encode())
+        try:
+            data = read_bounded(real, "verifier_file", f"{label}/tests/{rel}").removeprefix(BOM.encode())
+        except LimitExceeded as exc:
+            notes.append(f"{exc}")
+            continue
         if b"\x00" in data:
             notes.append(f"{label}/tests/{rel}: skipped (binary)")
             continue
@@ -109,10 +129,10 @@ def read_task(folder: str | Path, benchmark: str, *, root: Path | Sequence[Path]
     if problem:
         raise ValueError(f"{label}: task folder name {problem}")
     instruction_path = folder / "instruction.md"
-    if not instruction_path.is_file():
+    if not os.path.lexists(instruction_path):
         raise FileNotFoundError(f"{display_path(instruction_path, root)}: task instruction missing")
     try:
-        instruction = instruction_path.read_text(encoding="utf-8").removeprefix(BOM)
+        instruction = read_text_bounded(instruction_path, "task_file", display_path(instruction_path, root)).removeprefix(BOM)
     except UnicodeDecodeError as exc:
         raise ValueError(f"{display_path(instruction_path, root)}: not UTF-8 ({exc.reason} at byte {exc.start})") from None
     if "\x00" in instruction:
@@ -123,9 +143,9 @@ def read_task(folder: str | Path, benchmark: str, *, root: Path | Sequence[Path]
 
     metadata: dict[str, Any] = {}
     toml_path = folder / "task.toml"
-    if toml_path.is_file():
+    if os.path.lexists(toml_path):
         try:
-            config = tomllib.loads(toml_path.read_text(encoding="utf-8").removeprefix(BOM))
+            config = tomllib.loads(read_text_bounded(toml_path, "task_file", display_path(toml_path, root)).removeprefix(BOM))
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise ValueError(f"{display_path(toml_path, root)}: invalid TOML ({exc})") from exc
         table = config.get("metadata", {})
@@ -144,8 +164,8 @@ def read_task(folder: str | Path, benchmark: str, *, root: Path | Sequence[Path]
     tests = []
     if tests_dir.is_dir():
         verifier_files = _read_verifier_files(tests_dir, label, notes)
-        for path in sorted(tests_dir.rglob("test_*.py")):
-            if path.is_file() and path.resolve().is_relative_to(tests_dir.resolve()) and printable(str(path)) == str(path):
+        for path in sorted(p for p in map(Path, _test_modules(tests_dir))):
+            if is_regular(path) and path.resolve().is_relative_to(tests_dir.resolve()) and printable(str(path)) == str(path):
                 try:
                     tests += collect_file(path, path.relative_to(tests_dir).as_posix(), notes=notes,
                                           label=display_path(path, root))
@@ -163,6 +183,14 @@ def read_task(folder: str | Path, benchmark: str, *, root: Path | Sequence[Path]
         verifier_files=verifier_files,
         source_path=label,
     )
+
+
+def _test_modules(tests_dir: Path) -> list[str]:
+    """test_*.py below tests/ (os.walk: an unreadable folder below was already an error of the verifier files)."""
+    out = []
+    for base, dirs, names in os.walk(tests_dir):
+        out += [os.path.join(base, n) for n in names if n.startswith("test_") and n.endswith(".py")]
+    return out
 
 
 def read_tasks(tasks_dir: str | Path, benchmark: str, *, root: Path | Sequence[Path] | None = None,
@@ -200,10 +228,12 @@ def _load_json(path: Path, label: str | None = None, duplicates_ok: bool = False
     """(object, None), or (None, why) when missing, malformed or not an object. A leading BOM is dropped; a
     duplicated key raises DuplicateKey naming `label` (the file; an outcome read from it would be arbitrary)
     unless `duplicates_ok` (only looking)."""
-    if not path.is_file():
+    if not os.path.lexists(path):
         return None, f"{path.name} missing"
     try:
-        data = loads_trusted(path.read_bytes())
+        data = loads_trusted(read_bounded(path, "json", label or path.name))
+    except LimitExceeded as exc:
+        return None, f"{path.name} refused ({str(exc).split(': ', 1)[-1]})"
     except DuplicateKey as exc:
         if duplicates_ok:
             return None, f"{path.name} unreadable ({exc})"
@@ -236,7 +266,47 @@ def condition_of(task_source: str | None) -> str:
     return "unknown"
 
 
-def outcome_of(result: dict[str, Any] | None, missing_reason: str | None = None) -> Outcome:
+REWARD_KEY = "reward"
+"""Harbor's own reward key: the outcome unless a corpus config names another (`reward_key`)."""
+
+
+def _reward_value(raw: Any) -> float | None:
+    return float(raw) if isinstance(raw, (int, float)) and not isinstance(raw, bool) else None
+
+
+def reward_keys_note(result: dict[str, Any] | None, key: str, label: str) -> str | None:
+    """A note when verifier_result.rewards holds keys besides the outcome's: their values recorded."""
+    rewards = _get(result, "verifier_result", "rewards")
+    if not isinstance(rewards, dict) or len(rewards) < 2:
+        return None
+    others = ", ".join(f"{k}={json.dumps(v)[:40]}" for k, v in sorted(rewards.items()) if k != key)
+    return (f"{label}/result.json: {REWARD_KEYS_NOTE} in verifier_result.rewards; the outcome is {key!r} "
+            f"(data config reward_key), the others recorded: {others}")
+
+
+def reward_file_note(folder: Path, result: dict[str, Any] | None, key: str, label: str) -> str | None:
+    """A note when verifier/reward.txt or verifier/reward.json holds another reward than result.json."""
+    recorded = _reward_value(_get(result, "verifier_result", "rewards", key))
+    for name in ("reward.txt", "reward.json"):
+        path = folder / "verifier" / name
+        if not os.path.lexists(path):
+            continue
+        where = f"{label}/verifier/{name}"
+        try:
+            text = read_bounded(path, "reward", where).decode("utf-8").removeprefix(BOM).strip()
+            doc = loads_trusted(text) if name.endswith(".json") else float(text)
+        except (OSError, ValueError, RecursionError) as exc:  # LimitExceeded, JSON, UnicodeDecodeError are ValueErrors
+            return f"{where}: unreadable ({describe(exc)}); not compared with result.json"
+        value = _reward_value(doc.get(key) if isinstance(doc, dict) else doc)
+        if value is None:
+            return f"{where}: no numeric {key!r} reward; not compared with result.json"
+        if recorded is None or value != recorded:
+            return (f"{where}: {REWARD_FILE_NOTE}: {name} says {value!r}, result.json's verifier_result.rewards.{key} "
+                    f"is {recorded!r}; the outcome is read from result.json")
+    return None
+
+
+def outcome_of(result: dict[str, Any] | None, missing_reason: str | None = None, reward_key: str = REWARD_KEY) -> Outcome:
     """Official outcome: reward 1.0 PASS, 0.0 FAIL; anything else is 'other' with the reason.
 
     A trial that recorded `exception_info` (e.g. an agent timeout) keeps its binary reward's outcome,
@@ -245,8 +315,12 @@ def outcome_of(result: dict[str, Any] | None, missing_reason: str | None = None)
     named, off-by-default population filter `exclude_exceptions` (gcpc.corpus.population)."""
     if result is None:
         return Outcome(status="other", reason=missing_reason or "result.json missing")
-    raw = _get(result, "verifier_result", "rewards", "reward")
-    reward = float(raw) if isinstance(raw, (int, float)) and not isinstance(raw, bool) else None
+    rewards = _get(result, "verifier_result", "rewards")
+    raw = _get(rewards, reward_key)
+    reward = _reward_value(raw)
+    if raw is None and isinstance(rewards, dict) and rewards:
+        return Outcome(status="other", reason=f"no {reward_key!r} reward in verifier_result.rewards "
+                                              f"(keys: {', '.join(sorted(map(str, rewards)))}; data config reward_key)")
     if reward is not None and not math.isfinite(reward):
         return Outcome(status="other", reason=f"non-finite reward {raw!r}")
     exc = result.get("exception_info")
@@ -286,7 +360,12 @@ def read_test_results(trial: Path, notes: list[str] | None = None, label: str | 
         if notes is not None:
             notes.append(f"{where}: field results.tests is missing or not a list; no per-test results")
         return {}
+    if not tests:
+        if notes is not None:
+            notes.append(f"{where}: {EMPTY_RESULTS} (results.tests is empty)")
+        return {}
     out: dict[str, str] = {}
+    seen: dict[str, list[str]] = {}
     for i, t in enumerate(tests):
         if not isinstance(t, dict) or "name" not in t:
             if notes is not None:
@@ -298,7 +377,17 @@ def read_test_results(trial: Path, notes: list[str] | None = None, label: str | 
                 notes.append(f"{where}: results.tests[{i}].status is {status!r}, not a CTRF status "
                              f"({', '.join(sorted(CTRF_STATUSES))}); test {t['name']!r} left out")
             continue
-        out[str(t["name"])] = str(status)
+        name = str(t["name"])
+        seen.setdefault(name, []).append(str(status))
+        if name in out:  # never last-wins: a failing status of any entry counts
+            out[name] = next((x for x in seen[name] if x == "failed"), out[name])
+        else:
+            out[name] = str(status)
+    dup = {k: v for k, v in seen.items() if len(v) > 1}
+    if dup and notes is not None:
+        shown = "; ".join(f"{k[:80]!r} {len(v)} times ({', '.join(v)})" for k, v in list(dup.items())[:5])
+        notes.append(f"{where}: {len(dup)} test name(s) listed more than once: {shown}"
+                     f"{' ...' if len(dup) > 5 else ''}; a failed entry decides, else the first")
     return out
 
 
@@ -306,13 +395,13 @@ def find_agent_logs(trial: Path) -> list[Path]:
     """The agent log of a trial: Claude Code stream-json if present, else its session transcript(s),
     else an ATIF `agent/trajectory.json`."""
     stream = trial / "agent" / "claude-code.txt"
-    if stream.is_file():
+    if os.path.lexists(stream) and not os.path.isdir(stream):  # a FIFO or device is refused by the reader, by name
         return [stream]
-    sessions = sorted(p for p in (trial / "agent" / "sessions" / "projects").glob("*/*.jsonl") if p.is_file())
+    sessions = sorted(p for p in (trial / "agent" / "sessions" / "projects").glob("*/*.jsonl") if not p.is_dir())
     if sessions:
         return sessions
     atif = trial / "agent" / "trajectory.json"
-    return [atif] if atif.is_file() else []
+    return [atif] if os.path.lexists(atif) and not os.path.isdir(atif) else []
 
 
 def log_format_of(path: Path) -> str:
@@ -373,7 +462,10 @@ def find_trial_folders(trials_dir: str | Path, refused: list[Path] | None = None
             if refused is not None:
                 refused.append(child)
             continue
-        found += find_trial_folders(child, refused, problems, seen)
+        below = find_trial_folders(child, refused, problems, seen)
+        if not below and child.is_symlink() and not any(p == child for p, _ in problems):
+            problems.append((child, "linked folder holds no trial folder (a link to a folder without trials)"))
+        found += below
     return sorted(found)
 
 
@@ -420,7 +512,7 @@ def _writable_events(events: list[Event]) -> tuple[list[Event], int]:
 
 def read_trial(folder: str | Path, benchmark: str, tasks_by_id: dict[str, Task] | None, *,
                root: Path | Sequence[Path] | None = None, notes: list[str] | None = None,
-               render_max_chars: int | None = None) -> Trajectory | Exclusion:
+               render_max_chars: int | None = None, reward_key: str = REWARD_KEY) -> Trajectory | Exclusion:
     """One Harbor trial folder -> Trajectory, or Exclusion saying why it cannot be used."""
     folder = Path(folder)
     label = display_path(folder, root)
@@ -464,6 +556,7 @@ def read_trial(folder: str | Path, benchmark: str, tasks_by_id: dict[str, Task] 
     atif_meta: dict[str, Any] = {}
     try:
         for log in logs:
+            check_file(log, "traj" if log.name == "trajectory.json" else "agent_log", display_path(log, root))
             if log.name == "trajectory.json":
                 parsed, atif_meta, raw = parse_atif_file(log, display_path(log, root))
             else:
@@ -499,8 +592,17 @@ def read_trial(folder: str | Path, benchmark: str, tasks_by_id: dict[str, Task] 
     if notes is not None and "agent" in cfg and not isinstance(cfg["agent"], dict):
         notes.append(f"{label}/config.json: field agent is {type(cfg['agent']).__name__}, not an object; "
                      f"model {model!r}, harness {harness!r}")
-    if notes is not None and not (folder / "verifier" / "ctrf.json").is_file():
+    if notes is not None and not os.path.lexists(folder / "verifier" / "ctrf.json"):
         notes.append(f"{label}/verifier/ctrf.json: missing; no per-test results for this trial")
+    own: list[str] = []  # notes kept on the trajectory (counted in the population report)
+    test_notes: list[str] = []
+    test_results = read_test_results(folder, test_notes, label)
+    own += [n for n in test_notes if EMPTY_RESULTS in n or "more than once" in n]
+    if notes is not None:
+        notes += [n for n in test_notes if n not in own]
+    for note in (reward_keys_note(result, reward_key, label), reward_file_note(folder, result, reward_key, label)):
+        if note:
+            own.append(note)
     size = log_size(raws, events) if render_max_chars is None else log_size(raws, events, render_max_chars)
     return Trajectory(
         trajectory_id=f"{benchmark}/{job}/{trial}",
@@ -511,8 +613,9 @@ def read_trial(folder: str | Path, benchmark: str, tasks_by_id: dict[str, Task] 
         condition=condition_of(_get(cfg, "task", "source") or _get(result, "source")),
         source=job,
         trial=trial,
-        outcome=outcome_of(result, result_why),
-        test_results=read_test_results(folder, notes, label),
+        outcome=outcome_of(result, result_why, reward_key),
+        test_results=test_results,
+        notes=own,
         events=events,
         source_path=label,
         log_format=log_format_of(logs[0]),

@@ -15,7 +15,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from gcpc.errors import ParamsError
+from gcpc.errors import ConfigError, ParamsError
+from gcpc.corpus import consistency
 from gcpc.corpus.fingerprint import _known_fingerprints, log_fingerprint, remember_fingerprint  # noqa: F401 (remember: re-exported)
 from gcpc.corpus.guard import confined, outside_links, read_guarded
 from gcpc.corpus.harbor import display_path, find_trial_folders, read_tasks, read_trial
@@ -86,8 +87,11 @@ def _read_harbor(cfg: dict[str, Any], root: Path, roots: list[Path]) -> tuple[li
     notes: list[str] = []
     strict = bool(cfg.get("strict", False))
     exclusions: list[Exclusion] = []
-    tasks = read_tasks(root / _required(cfg, "tasks_dir"), benchmark, root=roots, notes=notes,
-                       exclusions=None if strict else exclusions)
+    if cfg.get("_refused_tasks_dir"):  # a link leading outside the corpus root (noted by `linked_outside`)
+        tasks = []
+    else:
+        tasks = read_tasks(root / _required(cfg, "tasks_dir"), benchmark, root=roots, notes=notes,
+                           exclusions=None if strict else exclusions)
     tasks_by_id = {t.task_id: t for t in tasks}
     trials_dirs = cfg.get("trials_dirs") or []
     if isinstance(trials_dirs, str):
@@ -96,6 +100,8 @@ def _read_harbor(cfg: dict[str, Any], root: Path, roots: list[Path]) -> tuple[li
     refused: list[Path] = []
     unreadable: list[tuple[Path, str]] = []
     for d in trials_dirs:
+        if d is None:  # a link leading outside the corpus root (noted by `linked_outside`)
+            continue
         path = root / d
         if not path.is_dir():
             raise FileNotFoundError(f"corpus {name!r}: trials directory {display_path(path, roots)} not found")
@@ -116,7 +122,8 @@ def _read_harbor(cfg: dict[str, Any], root: Path, roots: list[Path]) -> tuple[li
                                         reason=f"link outside the corpus root: {'; '.join(links)}"))
             continue
         item, why = read_guarded(lambda: read_trial(folder, benchmark, tasks_by_id, root=roots, notes=notes,
-                                                    render_max_chars=cfg.get("render_max_chars")),
+                                                    render_max_chars=cfg.get("render_max_chars"),
+                                                    reward_key=str(cfg.get("reward_key") or "reward")),
                                  what=f"unreadable trial: {label}", strict=strict)
         if item is None:
             exclusions.append(Exclusion(path=label, reason=str(why), benchmark=benchmark, source=folder.parent.name))
@@ -144,12 +151,18 @@ def corpus_root_of(corpus_cfg: dict[str, Any], root: Path) -> Path:
     if corpus_cfg.get("root"):
         too_wide = too_wide_root(corpus_root, Path(root))
         if too_wide:
-            raise ValueError(f"corpus config {name!r}: root {corpus_cfg['root']!r} resolves to {too_wide}; the corpus "
-                             f"boundary would hold everything below it (name the folder of the corpus itself)")
+            raise ConfigError(f"corpus config {name!r}: root {corpus_cfg['root']!r} resolves to {too_wide}; the corpus "
+                              f"boundary would hold everything below it (name the folder of the corpus itself)")
+    allow = bool(corpus_cfg.get(ALLOW_OUTSIDE))
+    base = os.path.abspath(corpus_root)
     for key in PATH_KEYS:
         value = corpus_cfg.get(key)
         for rel in ([value] if isinstance(value, str) else list(value or [])):
             path = corpus_root / rel
+            written = os.path.normpath(os.path.join(base, os.fspath(rel)))
+            if not allow and written != base and not written.startswith(base.rstrip(os.sep) + os.sep):
+                raise ConfigError(f"corpus config {name!r}: {key} entry {rel!r} is outside the corpus root {corpus_root} "
+                                  f"(set {ALLOW_OUTSIDE}: true in the corpus config to read it anyway)")
             if not path.exists():
                 raise FileNotFoundError(f"corpus config {name!r}: {key} entry {rel!r} not found: looked for {path} "
                                         f"(paths of a corpus config resolve against its root {corpus_root})")
@@ -171,9 +184,49 @@ def too_wide_root(corpus_root: Path, repo: Path) -> str | None:
     return None
 
 
+ALLOW_OUTSIDE = "allow_outside_root"
+"""Corpus config key: true lets `tasks_dir`, `tasks_file`, `trials_dirs` and `reports_dirs` name paths outside the
+corpus root (written so, or a link leading there), and reads them; without it such a written path is a one-line
+error and such a link is refused with a note (docs/corpus-rules.md, 'The corpus boundary')."""
+REFUSED_LINK = "link outside the corpus root"
+
+
+def linked_outside(cfg: dict[str, Any], corpus_root: Path) -> tuple[dict[str, Any], list[str]]:
+    """The config without the path entries that are links resolving outside the corpus root, and a note for each
+    (none when the config sets ALLOW_OUTSIDE). A refused `tasks_dir` / `tasks_file` is kept under `_refused_<key>`;
+    a refused entry of a list (`trials_dirs`, `reports_dirs`) becomes None (the readers skip it)."""
+    if cfg.get(ALLOW_OUTSIDE):
+        return cfg, []
+    real_root = os.path.realpath(corpus_root)
+    out = dict(cfg)
+    notes: list[str] = []
+    for key in PATH_KEYS:
+        value = cfg.get(key)
+        entries = [value] if isinstance(value, str) else list(value or [])
+        kept: list[Any] = []
+        for rel in entries:
+            real = os.path.realpath(corpus_root / rel)
+            if real == real_root or real.startswith(real_root.rstrip(os.sep) + os.sep):
+                kept.append(rel)
+                continue
+            kept.append(None)  # a placeholder: trials_dirs and reports_dirs pair up by position
+            notes.append(f"{rel}: {REFUSED_LINK}: the corpus config's {key} entry {rel!r} is a link leading outside "
+                         f"the corpus root; not read (set {ALLOW_OUTSIDE}: true to follow it)")
+        if isinstance(value, str):
+            if kept == [None]:
+                out[key] = None
+                out[f"_refused_{key}"] = value
+        elif value is not None:
+            out[key] = kept
+    return out, notes
+
+
 def corpus_boundary(cfg: dict[str, Any], corpus_root: Path) -> list[Path]:
-    """What a corpus may read: its root and the folders and files its config names (all relative to that root)."""
+    """What a corpus may read: its root, and the folders and files its config names only where the config allows
+    paths outside the root (ALLOW_OUTSIDE); a configured link never widens the boundary by itself."""
     named: list[Path] = [corpus_root]
+    if not cfg.get(ALLOW_OUTSIDE):
+        return named
     for key in PATH_KEYS:
         value = cfg.get(key) or []
         named += [corpus_root / v for v in ([value] if isinstance(value, str) else value) if isinstance(v, str)]
@@ -215,10 +268,14 @@ def ingest(corpus_cfg: dict[str, Any], root: Path, workers: int = 1) -> IngestRe
     name = str(corpus_cfg.get("name") or benchmark)
     corpus_root = corpus_root_of(corpus_cfg, root)
     roots = [corpus_root, root] if corpus_root != root else [root]
+    action = consistency.action_of(corpus_cfg)
+    corpus_cfg, link_notes = linked_outside(corpus_cfg, corpus_root)
     token = _known_fingerprints.set({})
     try:
         with confined(corpus_boundary(corpus_cfg, corpus_root)):
             tasks, trajectories, exclusions, notes = read_corpus(corpus_cfg, corpus_root, roots)
+        notes = [*notes, *link_notes]
+        trajectories = _checked(trajectories, tasks, exclusions, fmt=fmt, action=action)
         trajectories, duplicates = dedupe(trajectories)
     finally:
         _known_fingerprints.reset(token)
@@ -231,6 +288,26 @@ def ingest(corpus_cfg: dict[str, Any], root: Path, workers: int = 1) -> IngestRe
                           key=lambda e: (e.path, e.reason)),
         notes=sorted({printable(relative(n)) for n in notes}),
     )
+
+
+def _checked(trajectories: list[Trajectory], tasks: list[Task], exclusions: list[Exclusion], *, fmt: str,
+             action: str) -> list[Trajectory]:
+    """Every trajectory's outcome checked against its own per-test results and its test ids against its task's
+    verifier (gcpc.corpus.consistency; docs/corpus-rules.md); a contradiction excluded when `action` says so."""
+    by_task = {(t.benchmark, t.task_id): t for t in tasks}
+    known = _known_fingerprints.get()
+    out: list[Trajectory] = []
+    for t in trajectories:
+        had = bool(t.test_results) or any(consistency.EMPTY_RESULTS in n for n in t.notes)
+        checked = consistency.check_trajectory(t, by_task.get((t.benchmark, t.task_id)), fmt=fmt, action=action,
+                                               had_results=had)
+        if isinstance(checked, Exclusion):
+            exclusions.append(checked)
+            continue
+        if checked is not t and known is not None and id(t) in known:  # same events: same fingerprint
+            known[id(checked)] = (checked, known[id(t)][1])
+        out.append(checked)
+    return out
 
 
 def _relative_notes(t: Trajectory, relative: Any) -> Trajectory:
@@ -342,6 +419,7 @@ def population(result: IngestResult) -> dict[str, Any]:
         "counts": {b: {c: dict(o) for c, o in sorted(conds.items())} for b, conds in sorted(counts.items())},
         "by_source": dict(sorted(by_source.items())),
         "outcome_other_by_reason": dict(sorted(other_reasons.items())),
+        "consistency_findings": consistency.count_contradictions(result.trajectories, result.exclusions),
         "log_formats": dict(sorted(formats.items())),
         "tokenizer": TOKENIZER,
         "notes": result.notes,
@@ -380,6 +458,13 @@ def population_markdown(pop: dict[str, Any], exclusions: list[Exclusion]) -> str
     lines.append(f"- trajectories: {pop['n_trajectories']} ({pop['n_zero_evidence']} with no evidence event: "
                  "no tool output or file content)")
     lines.append(f"- excluded: {pop['n_excluded']} (of which {pop['n_duplicates']} duplicates)")
+    contra = pop.get("consistency_findings") or {}
+    n_kept = sum(r["kept_with_note"] for kinds in contra.values() for r in kinds.values())
+    n_excl = sum(r["excluded"] for kinds in contra.values() for r in kinds.values())
+    lines.append(f"- consistency findings (rule: docs/corpus-rules.md): {n_kept} kept with a note, {n_excl} excluded")
+    for b, kinds in contra.items():
+        for kind, r in kinds.items():
+            lines.append(f"  - {b}: {kind}: {r['kept_with_note']} kept with a note, {r['excluded']} excluded")
     lines += ["", "## Trajectories by benchmark, condition and outcome", ""]
     lines.append("| benchmark | condition | " + " | ".join(OUTCOMES) + " | total |")
     lines.append("|---|---|" + "---:|" * (len(OUTCOMES) + 1))

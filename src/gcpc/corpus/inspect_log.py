@@ -27,6 +27,7 @@ are searched recursively for `*.eval` and `*.json`). Each sample and epoch is on
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -34,10 +35,14 @@ from typing import Any
 from gcpc.corpus.claude_code import format_tool_call
 from gcpc.corpus.guard import describe, read_guarded
 from gcpc.corpus.harbor import display_path
+from gcpc.corpus.ids import id_problem, printable
+from gcpc.corpus.limits import MAX_INFLATE_BYTES, MAX_INFLATE_RATIO, LimitExceeded, check_file, is_regular
 from gcpc.corpus.models import Event, EventKind, Exclusion, Outcome, SourceRef, Task, Trajectory
 from gcpc.corpus.size import log_size
 from gcpc.corpus.swe_bench import _test_list, _verifier_test
 
+ATTACHMENT = "attachment://"
+"""Inspect's reference to content stored once in the log; one left after resolving names content the log lacks."""
 LOG_SUFFIXES = (".eval", ".json")
 LOG_FORMAT = "inspect-eval-log"
 PASS_VALUES = {"C": "PASS", "I": "FAIL"}
@@ -63,10 +68,34 @@ def is_inspect_log(path: Path) -> bool:
 
 
 def find_logs(path: Path) -> list[Path]:
-    """The log files named by one `trials_dirs` entry (a file, or a folder searched recursively), sorted."""
-    if path.is_file():
+    """The log files named by one `trials_dirs` entry (a file, or a folder searched recursively), sorted. A
+    `.eval` that is not a regular file (a FIFO, a device) is listed too: the reader refuses it by name."""
+    if path.is_file() or (os.path.lexists(path) and not path.is_dir()):
         return [path]
-    return sorted(p for p in path.rglob("*") if p.suffix in LOG_SUFFIXES and is_inspect_log(p))
+    return sorted(p for p in path.rglob("*") if p.suffix in LOG_SUFFIXES and (
+        is_inspect_log(p) or (p.suffix == ".eval" and not p.is_dir() and not is_regular(p))))
+
+
+def check_log(path: Path, label: str) -> None:
+    """A log within the bounds of gcpc.corpus.limits: a regular file of at most MAX_BYTES['inspect_log'];
+    for a `.eval` zip, no entry inflating past MAX_INFLATE_BYTES or MAX_INFLATE_RATIO times its compressed
+    size (checked from the zip's directory, before anything is inflated). LimitExceeded (a ValueError) else."""
+    check_file(path, "inspect_log", label)
+    if path.suffix != ".eval":
+        return
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as z:
+            infos = z.infolist()
+    except zipfile.BadZipFile as exc:
+        raise LimitExceeded(f"{label}: not a zip archive ({exc})") from None
+    for info in infos:
+        ratio = info.file_size / max(info.compress_size, 1)
+        if info.file_size > MAX_INFLATE_BYTES or (info.file_size > 1_000_000 and ratio > MAX_INFLATE_RATIO):
+            raise LimitExceeded(f"{label}: entry {info.filename} inflates to {info.file_size} bytes ({ratio:.0f}x its "
+                                f"{info.compress_size} compressed bytes; limits {MAX_INFLATE_BYTES} bytes, "
+                                f"{MAX_INFLATE_RATIO}x); refused")
 
 
 # --- messages -> events ----------------------------------------------------------------------
@@ -265,6 +294,7 @@ def read_log(path: Path, label: str, cfg: Mapping[str, Any], benchmark: str, tas
     but the log does not hold (an unfinished run) are counted in `notes`."""
     from inspect_ai.log import read_eval_log
 
+    check_log(path, label)
     header = read_eval_log(str(path), header_only=True)
     source = path.stem
     condition = str(cfg.get("condition") or "unknown")
@@ -273,10 +303,28 @@ def read_log(path: Path, label: str, cfg: Mapping[str, Any], benchmark: str, tas
     strict = bool(cfg.get("strict"))
     listed = len(header.eval.dataset.sample_ids or []) * (header.eval.config.epochs or 1)
     seen = 0
+    read: dict[tuple[str, int], str] = {}
+    n_dup: dict[tuple[str, int], int] = {}
     for sample in iter_samples(path):
         seen += 1
-        where = f"{label}#{sample.id}/epoch{sample.epoch}"
-        base = {"benchmark": benchmark, "source": source, "task_id": str(sample.id)}
+        shown_id = printable(str(sample.id))[:100]
+        where = f"{label}#{shown_id}/epoch{sample.epoch}"
+        base = {"benchmark": benchmark, "source": source, "task_id": None if id_problem(str(sample.id)) else str(sample.id)}
+        problem = id_problem(str(sample.id))
+        if problem:
+            exclusions.append(Exclusion(path=where, reason=f"invalid id: {where}: sample id {problem}", **base))
+            continue
+        if not isinstance(sample.epoch, int) or isinstance(sample.epoch, bool) or sample.epoch < 1:
+            exclusions.append(Exclusion(path=where, reason=f"invalid id: {where}: epoch {sample.epoch!r} is not a "
+                                                           f"positive integer", **base))
+            continue
+        key = (str(sample.id), sample.epoch)
+        if key in read:
+            n_dup[key] = n_dup.get(key, 1) + 1
+            exclusions.append(Exclusion(path=f"{where} (copy {n_dup[key]})", reason=f"duplicate sample: id {sample.id!r} "
+                                        f"epoch {sample.epoch} already read from {read[key]}", **base))
+            continue
+        read[key] = label
         task, why = read_guarded(lambda: task_of(sample, header, cfg, benchmark, label),  # noqa: B023 - called now
                                  what=f"unreadable task: {where}", strict=strict)
         if task is None:
@@ -292,6 +340,11 @@ def read_log(path: Path, label: str, cfg: Mapping[str, Any], benchmark: str, tas
             exclusions.append(Exclusion(path=where, reason="empty log: the sample has no messages", **base))
             continue
         events = events_from_messages(sample.messages, where)
+        own = [f"{where}: sample error recorded by Inspect"] if sample.error is not None else []
+        unresolved = sum(e.text.count(ATTACHMENT) for e in events)
+        if unresolved:
+            own.append(f"{where}: {unresolved} unresolved {ATTACHMENT} reference(s) (the log lacks the attachment); "
+                       f"shown as the reference")
         raw = [json.dumps(m.model_dump(mode="json"), ensure_ascii=False).encode() for m in sample.messages]
         kwargs = {} if cfg.get("render_max_chars") is None else {"max_chars": cfg.get("render_max_chars")}
         traj, why = read_guarded(lambda: Trajectory(  # noqa: B023 - called now
@@ -310,7 +363,7 @@ def read_log(path: Path, label: str, cfg: Mapping[str, Any], benchmark: str, tas
             log_format=LOG_FORMAT,
             log_files=[label],
             size=log_size(raw, events, **kwargs),
-            notes=[f"{where}: sample error recorded by Inspect"] if sample.error is not None else [],
+            notes=own,
         ), what=f"unreadable trajectory: {where}", strict=strict)
         if traj is None:
             exclusions.append(Exclusion(path=where, reason=str(why), **base))
@@ -340,6 +393,8 @@ def read_corpus(cfg: dict[str, Any], root: Path, roots: Sequence[Path]) -> tuple
     notes: list[str] = []
     logs: list[Path] = []
     for entry in entries:
+        if entry is None:  # a link leading outside the corpus root (noted by gcpc.corpus.ingest.linked_outside)
+            continue
         path = root / entry
         found = find_logs(path)
         if not found:

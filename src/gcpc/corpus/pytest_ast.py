@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import itertools
 import math
+import os
 import textwrap
 import warnings
 from collections import Counter, defaultdict
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gcpc.corpus.limits import read_text_bounded
 from gcpc.corpus.models import VerifierTest
 
 TEST_FUNC_PREFIX = "test_"
@@ -550,13 +552,23 @@ def _last_definitions(body: list[ast.stmt]) -> list[ast.stmt]:
     return [s for i, s in enumerate(body) if not hasattr(s, "name") or last.get(s.name) == i]  # type: ignore[attr-defined]
 
 
-def collect_source(source: str, file: str, notes: list[str] | None = None, label: str | None = None) -> list[VerifierTest]:
-    """Every pytest test in one test module's source; `file` is its path relative to tests/.
-    A test whose parametrize marks expand past `MAX_PARAM_IDS` is collected once, with a note."""
+PARSE_FILENAME = os.devnull
+"""The file name `ast.parse` is given for source that is not read from a file: CPython re-opens the file name of a
+syntax error (an over-long integer literal, say) to show its line, so a relative name ('test_outputs.py', or the
+default '<unknown>') would read a same-named file of the working directory (issue 39); the null device reads as
+empty, and the parser then shows the line from the source it was given."""
+
+
+def collect_source(source: str, file: str, notes: list[str] | None = None, label: str | None = None,
+                   origin: str | None = None) -> list[VerifierTest]:
+    """Every pytest test in one test module's source; `file` is its path relative to tests/; `origin` its absolute
+    path when read from a file (the only name the parser may re-open). A test whose parametrize marks expand past
+    `MAX_PARAM_IDS` is collected once, with a note."""
+    filename = origin if origin and os.path.isabs(origin) else PARSE_FILENAME
     try:
         with warnings.catch_warnings():  # e.g. invalid escape sequences in the task's test code
             warnings.simplefilter("ignore")
-            tree = ast.parse(source, filename=file)
+            tree = ast.parse(source, filename=filename)
     except SyntaxError as exc:
         raise ValueError(f"{file}: cannot parse test module (line {exc.lineno}: {exc.msg})") from exc
     lines = source.splitlines()
@@ -606,11 +618,11 @@ def collect_source(source: str, file: str, notes: list[str] | None = None, label
 def collect_file(path: str | Path, file: str, notes: list[str] | None = None, label: str | None = None) -> list[VerifierTest]:
     """Read one test module (UTF-8) and enumerate its tests; errors name the file."""
     path = Path(path)
-    try:
-        source = path.read_text(encoding="utf-8").removeprefix("\ufeff")  # a leading BOM: read, not kept
+    try:  # a leading BOM: read, not kept; within the byte limit of a task file (gcpc.corpus.limits)
+        source = read_text_bounded(path, "task_file", label).removeprefix("\ufeff")
     except (OSError, UnicodeDecodeError) as exc:
         raise ValueError(f"{path}: cannot read test module ({exc})") from exc
     try:
-        return collect_source(source, file, notes, label)
+        return collect_source(source, file, notes, label, origin=os.path.abspath(path))
     except ValueError as exc:
         raise ValueError(f"{path}: {exc}") from exc

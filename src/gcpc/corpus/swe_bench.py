@@ -23,14 +23,17 @@ verifier's own output) is never read.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gcpc.corpus.consistency import BORROWED_NOTE, BOTH_NOTE
 from gcpc.corpus.guard import describe, outside_links, read_guarded
 from gcpc.corpus.harbor import display_path
+from gcpc.corpus.limits import read_bounded
 from gcpc.corpus.jsonpos import Span, load_with_spans, top_level_array_spans
 from gcpc.corpus.mini_swe_agent import is_mini_traj, model_of, read_traj
 from gcpc.corpus.models import Event, EventKind, Exclusion, Outcome, SourceRef, Task, Trajectory, VerifierTest
@@ -71,7 +74,10 @@ def _verifier_test(test_id: str) -> VerifierTest:
 
 
 def _read_instances(path: Path, label: str) -> list[tuple[int, dict[str, Any]]]:
-    data = path.read_bytes()
+    try:
+        data = read_bounded(path, "instances", label)
+    except OSError as exc:  # its message would hold the absolute path; the file is named
+        raise ValueError(f"{label}: unreadable ({exc.strerror or type(exc).__name__})") from None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -79,8 +85,8 @@ def _read_instances(path: Path, label: str) -> list[tuple[int, dict[str, Any]]]:
     stripped = text.lstrip()
     if stripped.startswith("["):
         try:
-            rows = json.loads(text)
-        except json.JSONDecodeError as exc:
+            rows = loads_trusted(text)
+        except (json.JSONDecodeError, RecursionError) as exc:
             raise ValueError(f"{label}: invalid JSON ({exc.msg}, line {exc.lineno})") from exc
         return [(i + 1, r) for i, r in enumerate(rows)]
     out: list[tuple[int, dict[str, Any]]] = []
@@ -88,9 +94,11 @@ def _read_instances(path: Path, label: str) -> list[tuple[int, dict[str, Any]]]:
         if not line.strip():
             continue
         try:
-            out.append((lineno, json.loads(line)))
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{label}:{lineno}: malformed JSON line ({exc.msg})") from exc
+            out.append((lineno, loads_trusted(line)))
+        except (json.JSONDecodeError, DuplicateKey) as exc:
+            out.append((lineno, ValueError(f"{label}:{lineno}: malformed JSON line ({getattr(exc, 'msg', exc)})")))
+        except RecursionError:
+            out.append((lineno, ValueError(f"{label}:{lineno}: JSON nested too deeply")))
     return out
 
 
@@ -98,12 +106,21 @@ def read_tasks(path: Path, benchmark: str, *, root: Sequence[Path], exclusions: 
     """Every instance of a SWE-bench instances file, sorted by instance id. With `exclusions`, a bad
     instance is excluded with the reason (naming the file and line) instead of raising."""
     label = display_path(path, root)
-    if not path.is_file():
+    if not os.path.lexists(path):
         raise FileNotFoundError(f"{label}: SWE-bench instances file not found")
     tasks: dict[str, Task] = {}
-    for where, row in _read_instances(path, label):
+    try:
+        rows = _read_instances(path, label)
+    except ValueError as exc:  # the whole file: no task can be read (every trajectory is then an unknown task)
+        if exclusions is None:
+            raise
+        exclusions.append(Exclusion(path=label, reason=f"unreadable tasks file: {exc}", benchmark=benchmark))
+        return []
+    for where, row in rows:
         at = f"{label}:{where}"
         try:
+            if isinstance(row, ValueError):
+                raise row
             if not isinstance(row, dict):
                 raise ValueError(f"{at}: instance is not a JSON object")
             for key in ("instance_id", "problem_statement"):
@@ -222,7 +239,7 @@ def parse_traj(doc: Any, label: str, steps_spans: list[Span] | None = None,
 
 
 def parse_traj_file(path: Path, label: str) -> tuple[list[Event], dict[str, Any], dict[str, Any], bytes]:
-    data = path.read_bytes()
+    data = read_bounded(path, "traj", label)
     doc, step_spans, pos = load_with_spans(data, label, "trajectory")
     hist = top_level_array_spans(pos.text, "history") if isinstance(doc, dict) else None
     history_spans = [pos.span(a, b) for a, b in hist] if hist is not None else None
@@ -253,7 +270,7 @@ def parse_log_file(path: Path, label: str) -> ParsedLog:
     if not path.name.endswith(MINI_SUFFIX):
         events, info, doc, raw = parse_traj_file(path, label)
         return ParsedLog(events, info, raw, "swe-agent-traj", "swe-agent", _model_of(doc), [])
-    raw = path.read_bytes()
+    raw = read_bounded(path, "traj", label)
     doc, spans, _ = load_with_spans(raw, label, "messages")
     if not is_mini_traj(doc):
         fmt = doc.get("trajectory_format") if isinstance(doc, dict) else None
@@ -283,32 +300,73 @@ def _model_of(doc: dict[str, Any]) -> str | None:
 # --- outcomes -------------------------------------------------------------------------------
 
 
-def read_reports(reports_dir: Path, root: Sequence[Path], notes: list[str]) -> dict[str, tuple[dict[str, Any], str]]:
-    """instance_id -> (report entry, file label) from every report.json below a folder."""
+def read_reports(reports_dir: Path, root: Sequence[Path], notes: list[str], known: set[str] | None = None,
+                 ) -> dict[str, tuple[dict[str, Any], str]]:
+    """instance_id -> (report entry, file label) from every report.json below a folder. A report in the folder of
+    one instance (`known`: the instance ids; None: any folder) that is another instance's (it names another
+    instance, or is a link to another instance's report) is not used: its entry says why (BORROWED_KEY)."""
     out: dict[str, tuple[dict[str, Any], str]] = {}
     if not reports_dir.is_dir():
         raise FileNotFoundError(f"{display_path(reports_dir, root)}: SWE-bench reports folder not found")
+    borrowed: dict[str, str] = {}
     for path in sorted(reports_dir.rglob("report.json")):
         label = display_path(path, root)
-        try:
-            data = loads_trusted(path.read_bytes())  # a leading BOM accepted; a duplicated key refused
-        except (UnicodeDecodeError, json.JSONDecodeError, DuplicateKey, OSError, RecursionError) as exc:
+        try:  # a leading BOM accepted; a duplicated key refused; a FIFO or an oversized file refused (limits)
+            data = loads_trusted(read_bounded(path, "json", label))
+        except (ValueError, OSError, RecursionError) as exc:
             notes.append(f"{label}: unreadable evaluation report ({describe(exc)}); ignored")
             continue
         if not isinstance(data, dict):
             notes.append(f"{label}: evaluation report is not a JSON object; ignored")
             continue
+        folder = path.parent.name
+        real_folder = Path(os.path.realpath(path)).parent.name
+        own_folder = folder != reports_dir.name and (known is None or folder in known)
+        if own_folder and path.is_symlink() and real_folder != folder:  # a link to another instance's report
+            borrowed[folder] = (f"{label}: {BORROWED_NOTE}: a link to the report of {real_folder!r}; "
+                                f"not used for {folder!r}")
+            continue
         if "resolved" in data or "tests_status" in data:  # one instance's report, in a folder named after it
-            data = {path.parent.name: data}
+            data = {folder: data}
         for iid, entry in data.items():
-            if isinstance(entry, dict):
-                out[iid] = (entry, label)
+            if not isinstance(entry, dict):
+                continue
+            if own_folder and iid != folder and folder in data:
+                continue  # a report of several instances in its own folder: only that folder's entry is this one's
+            if own_folder and iid != folder and len(data) == 1:  # copied from another instance
+                borrowed[folder] = (f"{label}: {BORROWED_NOTE}: it is the report of {iid!r}; not used for {folder!r}")
+                continue
+            if iid in out and out[iid][1] != label:
+                notes.append(f"{label}: a second evaluation report for {iid!r} (first {out[iid][1]}); the first is used")
+                continue
+            out[iid] = (entry, label)
+    for iid, why in borrowed.items():
+        if iid not in out:
+            out[iid] = ({BORROWED_KEY: why}, why.split(":", 1)[0])
     return out
+
+
+BORROWED_KEY = "__gcpc_borrowed__"
+"""Marks a report entry that was not used because it belongs to another instance (the outcome is 'other')."""
+
+
+def borrowed_by_tests(entry: dict[str, Any] | None, task: Task | None, label: str | None) -> str | None:
+    """Why a report holds another instance's tests (none of its decisive tests is this instance's), or None."""
+    if entry is None or task is None or not task.tests or BORROWED_KEY in entry:
+        return None
+    reported = set(test_results_of(entry))
+    listed = {t.id for t in task.tests}
+    if reported and not reported & listed:
+        return (f"{label}: {BORROWED_NOTE}: none of its {len(reported)} tests is among {task.task_id}'s "
+                f"FAIL_TO_PASS / PASS_TO_PASS ({len(listed)}); not used")
+    return None
 
 
 def outcome_of(entry: dict[str, Any] | None, label: str | None) -> Outcome:
     if entry is None:
         return Outcome(status="other", reason="no evaluation report for this instance")
+    if BORROWED_KEY in entry:
+        return Outcome(status="other", reason=str(entry[BORROWED_KEY]))
     if entry.get("patch_is_None") or entry.get("patch_exists") is False:
         return Outcome(status="other", reason=f"{label}: empty patch (patch_is_None / patch_exists false)",
                        raw=f"resolved={json.dumps(entry.get('resolved'))}")
@@ -324,7 +382,9 @@ def outcome_of(entry: dict[str, Any] | None, label: str | None) -> Outcome:
                    raw=f"resolved={json.dumps(resolved)}")
 
 
-def test_results_of(entry: dict[str, Any] | None) -> dict[str, str]:
+def test_results_of(entry: dict[str, Any] | None, both: list[str] | None = None) -> dict[str, str]:
+    """{test id: passed/failed} over every tests_status group; a test listed as both success and failure is
+    failed, and added to `both` (never decided by the order of the lists)."""
     status = (entry or {}).get("tests_status")
     out: dict[str, str] = {}
     if not isinstance(status, dict):
@@ -332,10 +392,15 @@ def test_results_of(entry: dict[str, Any] | None) -> dict[str, str]:
     for group in status.values():
         if not isinstance(group, dict):
             continue
-        for t in group.get("success") or []:
-            out[str(t)] = "passed"
-        for t in group.get("failure") or []:
-            out[str(t)] = "failed"
+        for key, value in (("success", "passed"), ("failure", "failed")):
+            listed = group.get(key) or []
+            for t in listed if isinstance(listed, list) else []:
+                if not isinstance(t, (str, int, float)) or isinstance(t, bool):
+                    continue
+                t = str(t)
+                if t in out and out[t] != value and both is not None:
+                    both.append(t)
+                out[t] = "failed" if "failed" in (value, out.get(t)) else value
     return dict(sorted(out.items()))
 
 
@@ -346,6 +411,8 @@ def read_corpus(cfg: dict[str, Any], root: Path, roots: Sequence[Path]) -> tuple
                                                                                     list[Exclusion], list[str]]:
     benchmark = str(cfg.get("benchmark") or "swe-bench-verified")
     tasks_file = cfg.get("tasks_file") or cfg.get("tasks_dir")
+    if not tasks_file and (cfg.get("_refused_tasks_file") or cfg.get("_refused_tasks_dir")):
+        return [], [], [], []  # the tasks file is a link leading outside the corpus root (noted by the ingest)
     if not tasks_file:
         raise KeyError(f"corpus config {cfg.get('name', '?')!r}: missing required key 'tasks_file'")
     exclusions: list[Exclusion] = []
@@ -363,11 +430,13 @@ def read_corpus(cfg: dict[str, Any], root: Path, roots: Sequence[Path]) -> tuple
     max_chars = cfg.get("render_max_chars")
     trajectories: list[Trajectory] = []
     for i, d in enumerate(trials_dirs):
+        if d is None:  # a link leading outside the corpus root (noted by gcpc.corpus.ingest.linked_outside)
+            continue
         run_dir = root / d
         if not run_dir.is_dir():
             raise FileNotFoundError(f"{display_path(run_dir, roots)}: trajectories folder not found")
         run = run_dir.name
-        reports = read_reports(root / reports_dirs[i], roots, notes) if reports_dirs else {}
+        reports = read_reports(root / reports_dirs[i], roots, notes, set(by_id)) if reports_dirs and reports_dirs[i] else {}
         for path in sorted([*run_dir.rglob("*.traj"), *run_dir.rglob("*" + MINI_SUFFIX)]):
             label = display_path(path, roots)
             iid = _instance_of(path)
@@ -391,6 +460,17 @@ def read_corpus(cfg: dict[str, Any], root: Path, roots: Sequence[Path]) -> tuple
                 exclusions.append(Exclusion(path=label, reason=f"unreadable agent log: {label}: {describe(exc)}", **base))
                 continue
             entry, report_label = reports.get(iid, (None, None))
+            own: list[str] = []
+            why_borrowed = borrowed_by_tests(entry, by_id.get(iid), report_label)
+            if why_borrowed:
+                entry = {BORROWED_KEY: why_borrowed}
+            if entry is not None and BORROWED_KEY in entry:
+                own.append(str(entry[BORROWED_KEY]))
+            both: list[str] = []
+            test_results = test_results_of(entry, both)
+            if both:
+                own.append(f"{report_label}: {BOTH_NOTE}: {len(both)} test(s) ({', '.join(repr(t[:80]) for t in both[:5])}); "
+                           f"each counted as failed")
             kwargs = {} if max_chars is None else {"max_chars": max_chars}
             exit_status = log.info.get("exit_status")
             trajectory, why = read_guarded(lambda: Trajectory(
@@ -403,13 +483,13 @@ def read_corpus(cfg: dict[str, Any], root: Path, roots: Sequence[Path]) -> tuple
                 source=run,
                 trial=iid,
                 outcome=outcome_of(entry, report_label),
-                test_results=test_results_of(entry),
+                test_results=test_results,
                 events=log.events,
                 source_path=label,
                 log_format=log.log_format,
                 log_files=[label],
                 size=log_size([log.raw], log.events, **kwargs),
-                notes=([f"{label}: exit_status={exit_status}"] if exit_status else []) + log.notes,
+                notes=([f"{label}: exit_status={exit_status}"] if exit_status else []) + log.notes + own,
             ), what=f"unreadable trajectory: {label}", strict=bool(cfg.get("strict")))
             if trajectory is None:
                 exclusions.append(Exclusion(path=label, reason=str(why), **base))

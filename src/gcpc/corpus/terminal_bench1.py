@@ -43,7 +43,10 @@ from typing import Any
 
 from gcpc.corpus.guard import allowed, outside_links, read_guarded
 from gcpc.corpus.harbor import display_path
+from gcpc.corpus.consistency import EMPTY_RESULTS, RUN_LEVEL_NOTE
+from gcpc.corpus.consistency import id_problem as test_id_problem
 from gcpc.corpus.ids import id_problem
+from gcpc.corpus.limits import MAX_BYTES, MAX_TEST_RESULTS, LimitExceeded, check_file, is_regular, read_bounded
 from gcpc.corpus.fingerprint import log_fingerprint, remember_fingerprint
 from gcpc.corpus.models import Exclusion, Outcome, Task, Trajectory, VerifierTest
 from gcpc.corpus.parallel import map_ordered
@@ -69,9 +72,11 @@ DUPLICATE = "duplicate key"
 
 def _load_json(path: Path, label: str) -> tuple[Any, str | None]:
     try:
-        if not path.is_file():
+        if not os.path.lexists(path):
             return None, f"{label} missing"
-        return loads_trusted(path.read_bytes()), None
+        return loads_trusted(read_bounded(path, "json", label)), None
+    except LimitExceeded as exc:
+        return None, str(exc)
     except DuplicateKey as exc:
         return None, f"{label}: {exc}"
     except UnicodeDecodeError as exc:
@@ -133,8 +138,11 @@ def _batch_at(folder: Path, run: str, notes: list[str], label: str) -> Batch | N
         notes.append(f"{label}/{problem if why else 'results.json: ' + problem}; the run-level list of trials is "
                      f"not used, agent and model come from run_metadata.json, tb.lock or the run folder name")
         data = {"results": []}
-    meta, _ = _load_json(folder / "run_metadata.json", "run_metadata.json")
-    lock, _ = _load_json(folder / "tb.lock", "tb.lock")
+    meta, meta_why = _load_json(folder / "run_metadata.json", "run_metadata.json")
+    lock, lock_why = _load_json(folder / "tb.lock", "tb.lock")
+    for why_not in (meta_why, lock_why):
+        if why_not and not why_not.endswith("missing"):
+            notes.append(f"{label}/{why_not}; not used (agent and model from the other run files or the folder name)")
     meta = meta if isinstance(meta, dict) else {}
     lock = lock if isinstance(lock, dict) else {}
     agent = lock.get("agent") if isinstance(lock.get("agent"), dict) else {}
@@ -313,9 +321,9 @@ def read_tasks(sc: Scan, root: Sequence[Path], notes: list[str]) -> list[Task]:
             if task_id not in first_source:  # the recorded path of the first file only (not one per trial)
                 first_source[task_id] = display_path(folder / "results.json", root)
         pr = entry.get("parser_results")
-        if per_trial and isinstance(pr, dict) and pr:
+        if per_trial and isinstance(pr, dict) and pr and len(pr) <= MAX_TEST_RESULTS:  # more: not used (consistency)
             n_reporting[task_id] += 1
-            key_counts[task_id].update(set(normalize_test_key(str(k)) for k in pr))
+            key_counts[task_id].update(set(k for k in (normalize_test_key(str(k)) for k in pr) if not test_id_problem(k)))
 
     for tf in sc.trials:
         if tf.result is not None:
@@ -402,6 +410,23 @@ def _model_and_harness(tf: TrialFolder) -> tuple[str, str]:
     return str(model), str(harness)
 
 
+def _same_bytes(a: Path, b: Path, piece: int = 1 << 20) -> bool:
+    """Two regular files of equal size within the agent-log limit, compared in pieces (never read whole)."""
+    try:
+        if not (is_regular(a) and is_regular(b)) or a.stat().st_size != b.stat().st_size \
+                or a.stat().st_size > MAX_BYTES["agent_log"]:
+            return False
+        with a.open("rb") as fa, b.open("rb") as fb:
+            while True:
+                x, y = fa.read(piece), fb.read(piece)
+                if x != y:
+                    return False
+                if not x:
+                    return True
+    except OSError:
+        return False
+
+
 def find_duplicates(trials: list[TrialFolder]) -> dict[Path, TrialFolder]:
     """Trial folders whose every file is byte-identical to the same file of an earlier folder of the
     same run and trial name (the first by depth, then path, is the original)."""
@@ -415,7 +440,7 @@ def find_duplicates(trials: list[TrialFolder]) -> dict[Path, TrialFolder]:
         members = sorted(members, key=lambda t: (len(t.path.parts), t.path.as_posix()))
         original = members[0]
         for other in members[1:]:
-            if other.files and all(f in original.files and (other.path / f).read_bytes() == (original.path / f).read_bytes()
+            if other.files and all(f in original.files and _same_bytes(other.path / f, original.path / f)
                                    for f in other.files):
                 dup[other.path] = original
     return dup
@@ -435,23 +460,29 @@ def read_trial(tf: TrialFolder, tasks_by_id: dict[str, Task] | None, *, root: Se
     if tasks_by_id is not None and task_id not in tasks_by_id:
         return Exclusion(path=label, reason=f"unknown task: '{task_id}' has no instruction in any results.json",
                          **base)
-    log_rel = next((f for f in LOG_FILES if (tf.path / f).is_file()), None)
+    log_rel = next((f for f in LOG_FILES if os.path.lexists(tf.path / f) and not (tf.path / f).is_dir()), None)
     if log_rel is None:
         have = ", ".join(tf.files) or "nothing"
         return Exclusion(path=label, reason=f"no agent log: neither sessions/agent.log nor panes/post-agent.txt "
                                             f"(the folder holds {have})", **base)
     notes: list[str] = []
     typed: list[TypedCommand] = []
-    if (tf.path / "commands.txt").is_file():
+    if os.path.lexists(tf.path / "commands.txt"):
         try:
-            typed, cnotes = parse_commands((tf.path / "commands.txt").read_bytes().decode("utf-8", errors="replace"),
-                                           f"{label}/commands.txt")
+            typed, cnotes = parse_commands(read_bounded(tf.path / "commands.txt", "commands", f"{label}/commands.txt")
+                                           .decode("utf-8", errors="replace"), f"{label}/commands.txt")
+        except LimitExceeded as exc:
+            cnotes = [f"{exc}; the test phase is found by its command line only"]
         except OSError as exc:
             cnotes = [f"{label}/commands.txt: unreadable ({exc.strerror or type(exc).__name__})"]
         notes += cnotes
     else:
         notes.append(f"{label}: no commands.txt; the test phase is found by its command line only")
     log_label = display_path(tf.path / log_rel, root)
+    try:
+        check_file(tf.path / log_rel, "agent_log", log_label)
+    except LimitExceeded as exc:
+        return Exclusion(path=label, reason=f"unreadable agent log: {exc}", **base)
     try:
         session, raw = read_session(tf.path / log_rel, log_label, typed)
     except OSError as exc:
@@ -474,6 +505,8 @@ def read_trial(tf: TrialFolder, tasks_by_id: dict[str, Task] | None, *, root: Se
         value, pr = tf.result.get("is_resolved"), tf.result.get("parser_results")
         if "is_resolved" in tf.result and value is not None and not isinstance(value, bool):
             notes.append(f"{label}/results.json: field is_resolved is {value!r}, not true/false/null; outcome 'other'")
+        if isinstance(pr, dict) and not pr:
+            notes.append(f"{label}/results.json: {EMPTY_RESULTS} (parser_results is empty)")
         if pr is not None and not isinstance(pr, dict):
             notes.append(f"{label}/results.json: field parser_results is a {type(pr).__name__}, not an object; "
                          f"no per-test results for this trial")
@@ -578,12 +611,33 @@ def _for_reading(tf: TrialFolder, slim: dict[int, Batch]) -> TrialFolder:
     return tf if tf.batch is None else replace(tf, batch=slim[id(tf.batch)])
 
 
+def _run_level_verdicts(sc: Scan, roots: Sequence[Path]) -> dict[tuple[Path, str], tuple[Any, str]]:
+    """(batch folder, trial_name) -> (is_resolved, file) as a run-level results.json lists it."""
+    out: dict[tuple[Path, str], tuple[Any, str]] = {}
+    for b in sc.batches:
+        for entry in b.results:
+            name = entry.get("trial_name")
+            if isinstance(name, str) and "is_resolved" in entry:
+                out[(b.path, name)] = (entry.get("is_resolved"), display_path(b.path / "results.json", roots))
+    return out
+
+
+def _check_run_level(t: Trajectory, tf: TrialFolder, value: Any, listed: str) -> Trajectory:
+    """A note when the run-level results.json gives this trial another verdict than its own results.json."""
+    own = (tf.result or {}).get("is_resolved") if isinstance(tf.result, dict) else None
+    if tf.result is None or value == own and type(value) is type(own):
+        return t
+    note = (f"{t.source_path}: {RUN_LEVEL_NOTE}: {listed} lists is_resolved={json.dumps(value)}, the trial's "
+            f"results.json is_resolved={json.dumps(own)}; the trial's own verdict is the outcome")
+    return t.model_copy(update={"notes": [*t.notes, note]})
+
+
 def read_corpus(cfg: dict[str, Any], root: Path, roots: Sequence[Path], workers: int = 1,
                 ) -> tuple[list[Task], list[Trajectory], list[Exclusion], list[str]]:
     """A Terminal-Bench 1 corpus: `trials_dirs` are folders of runs (every subfolder one run); runs are scanned
     and trials read in up to `workers` processes (`gcpc.corpus.parallel`: the same result for any count)."""
     dirs = cfg.get("trials_dirs") or cfg.get("tasks_dir") or []
-    dirs = [dirs] if isinstance(dirs, str) else list(dirs)
+    dirs = [dirs] if isinstance(dirs, str) else [d for d in dirs if d is not None]  # None: refused (ingest.linked_outside)
     sc = scan([root / d for d in dirs], roots, workers)
     notes = list(sc.notes)
     tasks = read_tasks(sc, roots, notes)
@@ -596,6 +650,7 @@ def read_corpus(cfg: dict[str, Any], root: Path, roots: Sequence[Path], workers:
     read = iter(map_ordered(partial(_read_and_fingerprint, read_one), originals, workers))
     trajectories: list[Trajectory] = []
     exclusions: list[Exclusion] = []
+    listed = _run_level_verdicts(sc, roots)
     for tf in sc.trials:
         if tf.path in duplicates:
             orig = duplicates[tf.path]
@@ -605,6 +660,9 @@ def read_corpus(cfg: dict[str, Any], root: Path, roots: Sequence[Path], workers:
                 reason=f"duplicate: byte-identical copy ({', '.join(tf.files)}) of {display_path(orig.path, roots)}"))
             continue
         item, fingerprint = next(read)
+        key = (tf.batch.path, tf.path.name) if tf.batch is not None else None
+        if isinstance(item, Trajectory) and key in listed:
+            item = _check_run_level(item, tf, *listed[key])
         if fingerprint is not None:
             remember_fingerprint(item, fingerprint)
         (exclusions if isinstance(item, Exclusion) else trajectories).append(item)

@@ -430,7 +430,7 @@ def rq4_figure(result: dict[str, Any]) -> Figure:
             ax_b.set_ylim(0, 1.1)
             ax_b.set_ylabel("share of Yes items after evidence replacement", fontsize=8)
             ax_b.legend(fontsize=7, frameon=False, loc="upper left")
-            ax_b.set_title(f"(b) evidence replacement (judge {marked(str(er.get('judge')))})", fontsize=9)
+            ax_b.set_title(f"(b) evidence replacement\njudge {marked(str(er.get('judge')))}", fontsize=9)
         else:
             _note_panel(ax_b, _wrap(f"evidence replacement not available: {er.get('reason', '')}", 50))
             ax_b.set_title("(b) evidence replacement", fontsize=9)

@@ -11,7 +11,7 @@ copy, for every trial that the gcpc run scored:
 * `result.json`: `verifier_result.rewards` set to the same object; nothing else in the file changes.
 
 A score that does not exist is left out, never written as 0 or null: a zero-evidence judgment (every item
-Abstain: unscored, paper §4) leaves out all of that arm's scores, and a score undefined for the trajectory
+Abstain; for a holistic or floor arm, an action-free log: unscored, paper §4) leaves out all of that arm's scores, and a score undefined for the trajectory
 (`gcpc_outcome` without a PASS/FAIL outcome, a floor arm's `perfect`) is left out too. Every omission, and
 every trial left unchanged (not in the gcpc run, no official reward), is listed with its reason in the side
 file `OUT/gcpc_harbor_export.json`. A trial's `verifier/reward.txt`, if any, is kept as it is (it holds the
@@ -47,7 +47,7 @@ _CHECKLIST_SCORES = ("gcpc_plain", "gcpc_outcome", "perfect", "evidence_coverage
 KIND_SCORES = {"checklist": _CHECKLIST_SCORES, "generic": _CHECKLIST_SCORES, "tick": _CHECKLIST_SCORES,
                "holistic": ("gcpc_plain", "perfect", "holistic_score"), "floor": ("gcpc_plain",)}
 """Scores per arm kind (finalize's column arm_kind); an arm of another kind exports every one of SCORES it has."""
-ZERO_EVIDENCE = "zero evidence: every checklist item Abstain, so the arm's scores are unscored (paper §4), not 0"
+ZERO_EVIDENCE = "zero evidence ({why}): the arm's scores are unscored (paper §4), not 0"
 UNDEFINED = "not defined for this trajectory and arm (e.g. gcpc_outcome without a PASS/FAIL outcome)"
 
 
@@ -97,7 +97,7 @@ def arm_rewards(rows: pd.DataFrame, arms: Sequence[str]) -> tuple[dict[str, floa
             continue
         if bool(row.get("zero_evidence")):
             extra = row.get("zero_evidence_reason")
-            reason = ZERO_EVIDENCE + (f" ({extra})" if isinstance(extra, str) and extra else "")
+            reason = ZERO_EVIDENCE.format(why=extra if isinstance(extra, str) and extra else "every item Abstain")
             omitted.extend({"key": f"{arm}/{s}", "reason": reason} for s in _scores(row))
             continue
         for score in _scores(row):

@@ -97,7 +97,8 @@ def arm_rewards(rows: pd.DataFrame, arms: Sequence[str]) -> tuple[dict[str, floa
             continue
         if bool(row.get("zero_evidence")):
             extra = row.get("zero_evidence_reason")
-            reason = ZERO_EVIDENCE.format(why=extra if isinstance(extra, str) and extra else "every item Abstain")
+            why = extra.removeprefix("zero evidence: ") if isinstance(extra, str) and extra else "every item Abstain"
+            reason = ZERO_EVIDENCE.format(why=why)
             omitted.extend({"key": f"{arm}/{s}", "reason": reason} for s in _scores(row))
             continue
         for score in _scores(row):

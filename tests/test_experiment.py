@@ -166,6 +166,19 @@ def test_new_config_writes_a_complete_data_config_after_checking_the_folder(tmp_
     assert main(["x", str(empty), "--conf", str(conf)]) == 2 and not (conf / "x.yaml").exists()
 
 
+def test_new_config_warns_when_a_folder_holds_tasks_but_no_trial(tmp_path, capsys):
+    """Issue 38, problem 6: `new_config x mydata/tasks` succeeded with "0 trial folders" and no warning."""
+    from gcpc.corpus.new_config import main
+
+    conf = tmp_path / "conf"
+    assert main(["tasksonly", str(ROOT / "data" / "demo" / "tasks"), "--conf", str(conf)]) == 0
+    err = capsys.readouterr().err
+    assert "warning: no trial (job) folder found" in err and "no trajectory will be scored" in err
+    assert (conf / "tasksonly.yaml").exists()
+    assert main(["withtrials", str(ROOT / "data" / "demo"), "--conf", str(conf)]) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
 def test_population_filters_exclude_with_reasons():
     from gcpc.corpus.ingest import IngestResult, run
     from gcpc.corpus.population import apply

@@ -161,3 +161,19 @@ def test_figure_text_check_finds_clipped_overlapping_and_covering_text():
     tidy.add_subplot().plot([0, 1], [0, 1], "o", label="x")
     tidy.tight_layout()
     assert text_problems(tidy) == []
+
+
+def test_figures_mark_a_judge_that_is_not_an_llm():
+    """Issue 38, problem 8: a figure naming heuristic/gcpc-heuristic-v1 says on its own that it is not an LLM."""
+    from figure_text import text_problems
+
+    from gcpc.analysis.figures import fig4
+
+    res = rq1(make_metrics(), FAST)
+    title = forest_plot(res, "heuristic/gcpc-heuristic-v1").axes[0].get_title()
+    assert "judge: heuristic/gcpc-heuristic-v1 (not an LLM)" in title
+    assert "not an LLM" not in forest_plot(res, "openai/gpt-5.4-mini").axes[0].get_title()
+    fig = fig4(res, {"gcpc": "heuristic/gcpc-heuristic-v1", "baseline": "instant/instant-v1"})
+    suptitle = fig._suptitle.get_text()
+    assert "heuristic/gcpc-heuristic-v1 (not an LLM)" in suptitle and "instant/instant-v1 (not an LLM)" in suptitle
+    assert text_problems(fig) == []

@@ -275,7 +275,7 @@ def test_batch_completes_across_a_restart_without_resubmitting(api, tmp_path):
     path = tmp_path / "llm_calls.jsonl"
     reqs = [judge_req(name, n) for n in range(7)]
     first = make_client(cfg(name, server, mode="batch", batch={"poll_interval_s": 0.01, "max_wait_s": 0.1}), path, progress=False)
-    with pytest.raises(BatchPending, match="re-run to collect"):
+    with pytest.raises(BatchPending, match="re-run the same command"):
         first.run(reqs, ChecklistJudgment)
     first.store.close()
     state = json.loads(first.batch_state_path.read_text())

@@ -189,7 +189,9 @@ def test_no_trace_of_the_api_key_in_any_output_or_log(corpus, tmp_path):
         # batch mode too: the state file left by a run that stops waiting
         batch = workdir(tmp_path / "secret-batch", corpus, server, mode="batch", batch={"poll_interval_s": 0.01, "max_wait_s": 0.05})
         server.hold_batches = True
-        finish(batch, "pending", expect=1)
+        finish(batch, "pending", expect=75)  # the judge stage's own exit status for a pending batch (issue 38)
+        pending = [line for line in (batch / "logs" / "pending.err").read_text().splitlines() if "batch pending:" in line]
+        assert len(pending) == 1 and "Traceback" not in (batch / "logs" / "pending.err").read_text()
         assert (batch / "data/processed/judge/gcpc/llm_calls.batches.json").exists()
         assert_no_key(batch)
         server.release_batches()

@@ -178,7 +178,7 @@ def test_results_are_finite_json_and_say_what_they_used(demo):
     rq5 = results["rq5"]
     assert rq5["reliability"]["scores"]["gcpc_plain"]["alpha"] == 1.0 and "by construction" in rq5["reliability"]["by_construction"]
     assert rq5["judge_swap"]["scores"]["gcpc_plain"]["rho"] == pytest.approx(1.0)
-    assert rq5["pair_diagnosis"]["benchmarks"]["skillsbench"]["terminal_bench"] is False
+    assert rq5["pair_diagnosis"]["benchmarks"]["demo"]["terminal_bench"] is False
 
 
 def test_rerun_is_byte_identical(demo):

@@ -173,7 +173,7 @@ def _load_generator():
 def test_demo_annotation_generator_is_deterministic_and_valid(tmp_path):
     mod = _load_generator()
     cl = tmp_path / "checklists.jsonl"
-    cl.write_text(json.dumps({"benchmark": "skillsbench", "task_id": "sales-csv-summary", "status": "frozen",
+    cl.write_text(json.dumps({"benchmark": "demo", "task_id": "sales-csv-summary", "status": "frozen",
                               "checklist_hash": "abc", "items": [{"item_id": "i01"}, {"item_id": "i02"}]}) + "\n")
     first, second = mod.build(cl), mod.build(cl)
     assert first == second and first[0]["meta"]["illustrative"] is True

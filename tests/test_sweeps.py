@@ -140,7 +140,7 @@ def readme_commands() -> list[str]:
     return cmds
 
 
-SHOWN = ("experiment.judge", "experiment.arms", "auc.gcpc", "auc.gcpc_gate", "auc.floor", "cost")
+SHOWN = ("experiment.data", "experiment.judge", "experiment.arms", "auc.gcpc", "auc.gcpc_gate", "auc.floor", "cost")
 
 
 def check_exp_show(cmd: str, root: Path, env: dict[str, str], needles: tuple[str, ...]) -> str:

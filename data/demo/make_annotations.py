@@ -29,7 +29,7 @@ ROLES = HERE / "roles.json"
 CHECKLISTS = HERE.parents[1] / "data" / "processed" / "synthesize" / "checklists.jsonl"
 OUT = HERE / "annotations" / "annotations.jsonl"
 SEED = 20260207
-BENCHMARK = "skillsbench"
+BENCHMARK = "demo"  # conf/data/demo.yaml's benchmark id
 ANNOTATORS = {"A1": 0.0, "A2": -0.6, "A3": 0.5}  # annotator -> rating bias (points on the 0-10 scale)
 NOISE = 1.0  # sd of per-rating noise
 # Scripted behaviour of a demo trial -> how much progress an annotator would see (0-10).

@@ -23,6 +23,7 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from gcpc.analysis.common import OUTCOME_USING_SCORES, judges_text, outcome_free_values  # noqa: E402
 from gcpc.analysis.rq1 import LABEL, decided, ordered_entries, resolve_config, score_values  # noqa: E402
+from gcpc.llm.notice import marked  # noqa: E402
 
 DPI = 200
 PNG_METADATA = {"Software": None}
@@ -89,7 +90,7 @@ def forest_plot(result: dict[str, Any], judge: str | None = None) -> Figure:
         ax.set_xlabel(f"AUC vs official PASS ({level}% task-clustered bootstrap CI)")
         title = f"RQ1: score AUC (n = {result.get('n_trajectories')} trajectories)"
         if judge:
-            title += f"\njudge: {judge}"  # a second line: a provider/model name is as long as it is
+            title += f"\njudge: {marked(judge)}"  # a second line: a provider/model name is as long as it is
         ax.set_title(title, fontsize=10)
         fig.tight_layout()
     return fig
@@ -292,7 +293,7 @@ def fig4(result: dict[str, Any], judges: dict[str, str] | None = None) -> Figure
             else:
                 _note_panel(ax, empty)
             ax.set_title(title, fontsize=9)
-        who = judges_text(judges or {}) if judges else ""
+        who = judges_text({arm: marked(j) for arm, j in judges.items()}) if judges else ""
         ze = "zero-evidence excluded" if result["config"].get("zero_evidence_score") is None else \
             f"zero-evidence scored {result['config']['zero_evidence_score']:g} (variant)"
         # the title's n counts every trajectory with PASS or FAIL; a row's n, the trajectories that row scores
@@ -429,7 +430,7 @@ def rq4_figure(result: dict[str, Any]) -> Figure:
             ax_b.set_ylim(0, 1.1)
             ax_b.set_ylabel("share of Yes items after evidence replacement", fontsize=8)
             ax_b.legend(fontsize=7, frameon=False, loc="upper left")
-            ax_b.set_title(f"(b) evidence replacement (judge {er.get('judge')})", fontsize=9)
+            ax_b.set_title(f"(b) evidence replacement\njudge {marked(str(er.get('judge')))}", fontsize=9)
         else:
             _note_panel(ax_b, _wrap(f"evidence replacement not available: {er.get('reason', '')}", 50))
             ax_b.set_title("(b) evidence replacement", fontsize=9)
@@ -460,8 +461,8 @@ def rq5_figure(result: dict[str, Any], rejudge_scores: pd.DataFrame | None, pair
             ax_a.plot([0, 1], [0, 1], color="0.6", lw=0.8, ls="--")
             ax_a.set_xlim(-0.05, 1.05)
             ax_a.set_ylim(-0.05, 1.05)
-            ax_a.set_xlabel(f"plain GCPC, {sw.get('primary_judge')}", fontsize=8)
-            ax_a.set_ylabel(f"plain GCPC, {sw.get('swap_judge')}", fontsize=8)
+            ax_a.set_xlabel(f"plain GCPC, {marked(str(sw.get('primary_judge')))}", fontsize=8)
+            ax_a.set_ylabel(f"plain GCPC, {marked(str(sw.get('swap_judge')))}", fontsize=8)
             rho = (sw["scores"].get("gcpc_plain") or {}).get("rho")
             ax_a.set_title(f"(a) judge swap, arm {sw.get('arm')}: ρ = {'n/a' if rho is None else f'{rho:.3f}'}", fontsize=9)
             ax_a.legend(fontsize=7, frameon=False, loc="lower right")

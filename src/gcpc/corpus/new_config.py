@@ -10,7 +10,8 @@ A folder without task folders that holds Inspect logs (`*.eval`, eval-log `*.jso
 ingest stage recognises them (gcpc.corpus.harbor.is_trial_folder), and `trials_dirs` lists the
 folders directly above them (the job folders). Every required key (gcpc.corpus.data_config.DATA_KEYS_DOC)
 is written and checked; the file is refused when PATH holds no task, and an existing config is
-never overwritten without --force. `root` is written relative to the repository root, the other
+never overwritten without --force. A folder of tasks without any trial folder (`new_config x mydata/tasks`) gets
+its config (checklists can be synthesized) with a warning that nothing will be scored. `root` is written relative to the repository root, the other
 paths relative to `root`, as the ingest stage resolves them.
 """
 
@@ -132,6 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--conf", type=Path, default=Path("conf/data"), help="where to write (default: conf/data)")
     parser.add_argument("--force", action="store_true", help="overwrite an existing config")
     args = parse_args(parser, argv, overrides=False)
+    args.trial_dir_given = bool(args.trials_dir)
     if not args.name.replace("-", "").replace("_", "").isalnum():
         print(f"new_config: NAME {args.name!r} must be letters, digits, '-' or '_'", file=sys.stderr)
         return 2
@@ -150,7 +152,11 @@ def main(argv: list[str] | None = None) -> int:
     found = cfg["_found"]
     what = (f"{found['logs']} Inspect AI log(s) in {len(cfg['trials_dirs'])} folder(s)" if "logs" in found else
             f"{found['tasks']} tasks, {found['trials']} trial folders in {len(cfg['trials_dirs'])} job folder(s)")
-    print(f"new_config: {out}: {what}; run it with `dvc exp run -S data={args.name}`")
+    print(f"new_config: {out}: {what}; run it with `dvc exp run -S data={args.name}`", flush=True)
+    if "logs" not in found and found["trials"] == 0:
+        print(f"new_config: warning: no trial (job) folder found {'in the --trials-dir folders' if args.trial_dir_given else f'below {args.path}'}: "
+              f"{out} lists tasks only, so no trajectory will be scored (checklists only); point PATH at the folder "
+              "holding tasks/ AND the job folders, or pass --trials-dir JOB_FOLDER", file=sys.stderr)
     return 0
 
 

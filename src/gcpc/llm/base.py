@@ -167,7 +167,18 @@ class ReplayMiss(ProviderError):
 
 
 class BatchPending(ProviderError):
-    """Submitted batches are still running after `batch.max_wait_s`; a re-run collects them."""
+    """Submitted batches are still running after `batch.max_wait_s`; a re-run collects them.
+
+    The normal state of a long Batch API job, not a failure: a stage ends with the one line of `str(exc)` and the
+    exit status `gcpc.llm.cli.BATCH_PENDING_EXIT` (`gcpc.llm.cli.stage_errors`), no traceback."""
+
+    def __init__(self, message: str, *, batch_ids: list[str] | None = None, answered: int = 0, total: int = 0,
+                 state_path: str = ""):
+        super().__init__(message)
+        self.batch_ids = list(batch_ids or [])
+        self.answered = answered
+        self.total = total
+        self.state_path = state_path
 
 
 class CallRecord(BaseModel):

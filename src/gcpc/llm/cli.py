@@ -6,20 +6,27 @@
   the same switch is `dvc exp run -S judge.retry_refused=true`.
 * Rejected credentials (HTTP 401 / 403) stop the stage with the one line `AuthenticationFailed`
   carries (provider, environment variable to set), no traceback; `GCPC_DEBUG=1` shows it.
+* A batch still running after `batch.max_wait_s` (`BatchPending`) is the normal state of a Batch API job,
+  not a crash: the stage ends with its one line (batch ids, how many results are in, when to re-run) and
+  the exit status `BATCH_PENDING_EXIT` (75, sysexits' EX_TEMPFAIL: try again later); re-running the same
+  `dvc repro` / `dvc exp run` polls the kept batch ids and collects.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from gcpc.llm import KNOWN_PROVIDERS
-from gcpc.llm.base import AuthenticationFailed
+from gcpc.llm.base import AuthenticationFailed, BatchPending
 
 DEBUG_ENV = "GCPC_DEBUG"
+BATCH_PENDING_EXIT = 75
+"""Exit status of a stage whose batches are still running (sysexits.h EX_TEMPFAIL): distinct from a failure's 1."""
 
 
 def add_llm_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -62,10 +69,16 @@ def load_llm_params(args: argparse.Namespace) -> dict[str, Any]:
 
 @contextmanager
 def stage_errors() -> Iterator[None]:
-    """Rejected credentials end the stage with their one line (exit status 1); a traceback only with GCPC_DEBUG=1."""
+    """Rejected credentials end the stage with their one line (exit status 1); a pending batch with its one line
+    (exit status BATCH_PENDING_EXIT); a traceback only with GCPC_DEBUG=1."""
     try:
         yield
     except AuthenticationFailed as exc:
         if os.environ.get(DEBUG_ENV) == "1":
             raise
         raise SystemExit(f"error: {exc}") from None
+    except BatchPending as exc:
+        if os.environ.get(DEBUG_ENV) == "1":
+            raise
+        print(" ".join(str(exc).split()), file=sys.stderr, flush=True)
+        raise SystemExit(BATCH_PENDING_EXIT) from None

@@ -466,7 +466,7 @@ class LLMClient:
             if not pending:
                 pass
             elif self.mode == "batch":
-                results.update(self._run_batch(pending, output_type, check, bar))
+                results.update(self._run_batch(pending, output_type, check, bar, known=len(results)))
             else:
                 deferred = []  # claimed by another worker: the other requests first, then wait for its answers
                 for key, request in pending.items():
@@ -722,9 +722,26 @@ class LLMClient:
                 errors_seen[key] = errors_seen.get(key, 0) + 1
             self.store.append(record)
 
+    def _pending(self, waiting: list[dict[str, Any]], batch_counts: dict[str, dict[str, int]], answered: int,
+                 total: int) -> BatchPending:
+        """The one line a stage ends with while its batches run: ids, how many answers are in, when to re-run."""
+        ids = [b["id"] for b in waiting]
+        done = sum(batch_counts.get(i, {}).get("completed", 0) for i in ids)
+        size = sum(batch_counts.get(i, {}).get("total", 0) or len(b["custom_ids"]) for i, b in zip(ids, waiting))
+        status = sorted({k.split(":", 1)[1] for i in ids for k in batch_counts.get(i, {}) if k.startswith("status:")})
+        return BatchPending(
+            f"batch pending: {len(ids)} {self.provider.name} batch(es) still running after {self.batch.max_wait_s:g} s "
+            f"({', '.join(ids)}; {'/'.join(status) or 'status unknown'}, {done} of {size} entries done at the provider); "
+            f"{answered} of {total} results of this stage are in; ids kept in {self.batch_state_path}; re-run the same "
+            f"command (dvc repro, or dvc exp run with the same -S options) later to collect them, e.g. in an hour "
+            f"(a batch ends within its 24 h window); nothing is resubmitted",
+            batch_ids=ids, answered=answered, total=total, state_path=str(self.batch_state_path))
+
     def _run_batch(self, pending: dict[str, LLMRequest], output_type: type[BaseModel], check: Check | None,
-                   bar: tqdm) -> dict[str, CallResult]:
+                   bar: tqdm, known: int = 0) -> dict[str, CallResult]:
+        """`known`: requests of this run already answered before (they count in the pending message's "answered")."""
         provider = self.provider
+        batch_counts: dict[str, dict[str, int]] = {}
         state = self._load_batch_state()
         results: dict[str, CallResult] = {}
         errors_seen: dict[str, int] = {}
@@ -772,6 +789,7 @@ class LLMClient:
             while waiting:
                 for b in list(waiting):
                     ended, counts = provider.batch_status(b["id"])  # type: ignore[attr-defined]
+                    batch_counts[b["id"]] = counts
                     bar.set_postfix_str(f"batch {b['id']}: " + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()) if v))
                     if ended:
                         self._collect(b, pending, output_type, check, errors_seen)
@@ -780,8 +798,6 @@ class LLMClient:
                         waiting.remove(b)
                 if waiting:
                     if self.batch.max_wait_s is not None and time.monotonic() - started > self.batch.max_wait_s:
-                        ids = ", ".join(b["id"] for b in waiting)
-                        raise BatchPending(f"{len(waiting)} batch(es) still running after {self.batch.max_wait_s:g} s ({ids}); "
-                                           f"their ids are kept in {self.batch_state_path}; re-run to collect them")
+                        raise self._pending(waiting, batch_counts, known + len(results), known + len(pending))
                     self.sleep(self.batch.poll_interval_s)
         return results

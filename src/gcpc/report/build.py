@@ -110,6 +110,29 @@ def perfect_section(pa: dict[str, Any]) -> list[str]:
     return lines
 
 
+def data_benchmarks(data: dict[str, Any]) -> list[str]:
+    """The benchmark ids of the report's data config (its `corpora`, else its own `benchmark`)."""
+    corpora = data.get("corpora") or []
+    names = [str(c.get("benchmark")) for c in corpora if isinstance(c, dict) and c.get("benchmark")]
+    return sorted(set(names or ([str(data["benchmark"])] if data.get("benchmark") else [])))
+
+
+def transfer_applies(params: dict[str, Any]) -> tuple[bool, str]:
+    """Whether the Transfer table (built from `transfer.benchmarks`, the shared real benchmarks) is about this
+    report's data: only when every benchmark of the data is one of the transfer sets. Else the sentence saying why
+    it is left out (a demo or a user's own corpus must not read as having SkillsBench / Terminal-Bench results)."""
+    data = params.get("data") or {}
+    sets = {str(b.get("name")): str(b.get("label") or b.get("name"))
+            for b in ((params.get("transfer") or {}).get("benchmarks") or []) if isinstance(b, dict)}
+    mine = data_benchmarks(data)
+    if mine and all(b in sets for b in mine):
+        return True, ""
+    labels = ", ".join(sets.values()) or "none configured"
+    return False, (f"Transfer table: not shown here. It reports checklist synthesis on the transfer sets "
+                   f"(`transfer.benchmarks`: {labels}), not on this report's data (`{data.get('name', 'n/a')}`, "
+                   f"benchmark {', '.join(f'`{b}`' for b in mine) or 'n/a'}); it is reported with those benchmarks' data.")
+
+
 def build_report(params: dict[str, Any], analyze_dir: Path = ANALYZE, fig_dir: Path = FIGURES) -> str:
     c = resolve_analysis(params.get("analysis"), params.get("arm"))
     r = {name: _load(name, analyze_dir) for name in RESULTS}
@@ -219,7 +242,10 @@ def build_report(params: dict[str, Any], analyze_dir: Path = ANALYZE, fig_dir: P
     lines.append("")
     lines += [_embed_table(fig_dir, TABLES["rq5"][0]), ""]
     tr = rq5["transfer"]
-    if tr.get("available") and Path(tr["path"]).exists():
+    shown, why_not = transfer_applies(params)
+    if not shown:
+        lines += [why_not, ""]
+    elif tr.get("available") and Path(tr["path"]).exists():
         lines += [f"### Transfer table (Table 4, built by the synthesis stage, `{tr['path']}`)", "",
                   _strip_title(Path(tr["path"]).read_text(encoding="utf-8")), ""]
     else:

@@ -14,8 +14,13 @@ scored here and the same log run through `dvc repro` give the same numbers for t
 Score value (a dict): `gcpc_plain` (log only), `gcpc_outcome` (with the official outcome, when the
 sample has an official PASS/FAIL score in `state.scores`: a Task's earlier scorer, or `inspect score
 --action append`), `perfect` (1/0 after the official-outcome step, else for the plain labels) and
-`evidence_coverage`. A zero-evidence sample (every item Abstain) is unscored: every value None, never
-0 (paper §4). Every item's label, reason, cited evidence and the judge's raw replies are in `metadata`.
+`evidence_coverage`. A sample that cannot be scored (zero evidence: every item Abstain, paper §4; no frozen
+checklist; a log too long; no valid judge reply) is unscored in Inspect's own convention, `Score.unscored(...)`:
+its value is NaN, the sentinel Inspect's metrics and reducers leave out and its results count as
+`unscored_samples`, never 0; the reason is the score's `reason` and `explanation`. A value that does not exist
+for a scored sample (`gcpc_outcome` without an official outcome) is NaN too, so that key's metric leaves the
+sample out and counts it unscored for that key. Every item's label, reason, cited evidence and the judge's raw
+replies are in `metadata`.
 """
 
 from __future__ import annotations
@@ -51,13 +56,18 @@ HARNESS = "inspect"
 
 @metric
 def scored_mean() -> Metric:
-    """Mean over the samples that have this value (unscored samples, e.g. zero evidence, are left out, not 0)."""
+    """Mean over the samples that have this value. Inspect already leaves unscored samples (NaN) out; a value that
+    is None or NaN is left out here too, never averaged as 0."""
 
     def compute(scores: list[SampleScore]) -> float:
-        values = [float(s.score.value) for s in scores if s.score.value is not None]  # type: ignore[arg-type]
+        values = [float(s.score.value) for s in scores if _present(s.score.value)]  # type: ignore[arg-type]
         return sum(values) / len(values) if values else math.nan
 
     return compute
+
+
+def _present(value: Any) -> bool:
+    return value is not None and not (isinstance(value, float) and math.isnan(value))
 
 
 @lru_cache(maxsize=8)
@@ -106,8 +116,14 @@ def to_inspect(messages: Sequence[Message], key: str) -> list[ChatMessage]:
 
 
 def unscored(reason: str, **metadata: Any) -> Score:
-    return Score(value=dict.fromkeys(VALUE_KEYS), answer="unscored", explanation=reason,
-                 metadata={"status": "unscored", "reason": reason, **metadata})
+    """Inspect's unscored sample (NaN value: left out of every metric and reducer, counted in `unscored_samples`)."""
+    return Score.unscored(reason=reason, answer="unscored", explanation=reason,
+                          metadata={"status": "unscored", "reason": reason, **metadata})
+
+
+def _number(value: float | None) -> float:
+    """A score value: the number, or NaN where it does not exist (Inspect leaves NaN out of that key's metric)."""
+    return math.nan if value is None else float(value)
 
 
 def trajectory_of(state: TaskState, benchmark: str, outcome: Outcome) -> Trajectory:
@@ -197,8 +213,8 @@ def gcpc(checklists: str = "data/processed/synthesize/checklists.jsonl", benchma
             return unscored("zero evidence: every item Abstain (unscored, not 0; paper §4)", **metadata
                             | {"status": "zero_evidence"})
         perfect = s.perfect if s.perfect is not None else not any(lab.label == "No" for lab in labels)
-        value = {"gcpc_plain": s.gcpc_plain, "gcpc_outcome": s.gcpc_outcome, "perfect": 1.0 if perfect else 0.0,
-                 "evidence_coverage": s.evidence_coverage}
+        value = {"gcpc_plain": _number(s.gcpc_plain), "gcpc_outcome": _number(s.gcpc_outcome),
+                 "perfect": 1.0 if perfect else 0.0, "evidence_coverage": _number(s.evidence_coverage)}
         return Score(value=value, answer=f"{s.n_yes} Yes, {s.n_no} No, {s.n_abstain} Abstain",
                      explanation="; ".join(f"[{lab.item_id}] {lab.label}: {lab.reason}" for lab in labels),
                      metadata=metadata)

@@ -53,7 +53,7 @@ def run_child(argv: list[str], cwd: Path, env: dict[str, str]) -> dict:
 
 def prepare(work: Path, data: str, env: dict[str, str]) -> dict:
     """params.yaml for `data` (the heuristic generator; the judge set per level), ingest and synthesize."""
-    from gcpc.params import compose
+    from gcpc.experiment import compose
 
     compose(work / "params.yaml", [f"data={data}", "llm@judge=openai-compatible"], conf_dir=REPO / "conf")
     params = yaml.safe_load((work / "params.yaml").read_text(encoding="utf-8"))

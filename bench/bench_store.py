@@ -106,7 +106,7 @@ def run_child(cmd: list[str], cwd: Path, src: Path | None = None) -> dict:
 
 def run_pipeline(data: str, work: Path, arms: list[str] | None, src: Path | None = None, reuse: bool = False) -> dict:
     """ingest -> synthesize -> every judge arm in `work` (the committed params with data=<data>)."""
-    from gcpc.params import compose
+    from gcpc.experiment import compose
 
     work.mkdir(parents=True, exist_ok=True)
     # composed as `dvc exp run -S data=<data>` would (a config may take its root from its defaults, e.g. smoke)

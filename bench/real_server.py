@@ -319,7 +319,7 @@ def main() -> None:
     overrides += ns.extra
     log = work / "pipeline.log"
     server_log = work / "server.log"
-    run([str(PY), "-m", "gcpc.params", *overrides], repo, log)
+    run([str(PY), "-m", "gcpc.experiment", *overrides], repo, log)
     t0 = time.monotonic()
     server = start_server(model, port, ns.threads, ns.n_ctx, server_log, ns.extra_bufts, not ns.no_fast_grammar,
                           ns.json_control_chars)
@@ -340,7 +340,7 @@ def main() -> None:
     # their recorded failures, so the re-run reproduces the first run's outcomes from the call stores alone
     second_s = None
     if not ns.no_second_run:
-        run([str(PY), "-m", "gcpc.params", *overrides, *REPLAY_OVERRIDES], repo, log)
+        run([str(PY), "-m", "gcpc.experiment", *overrides, *REPLAY_OVERRIDES], repo, log)
         second_s = run([str(PY.parent / "dvc"), "repro", "-f", *ns.targets], repo, log)
     attempts_after = call_stats(processed)["TOTAL"]["attempts"]
     result = {

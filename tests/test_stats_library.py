@@ -131,7 +131,6 @@ def test_every_auc_draw_is_roc_auc_score_of_its_resample(seed):
     cells = _AucCells(s, y, codes, k)
     pair_path, cell_path = cells.auc(counts), cells.auc_by_cells(counts)
     assert cells._m is not None  # both paths exercised
-    delta = clustered = None
     s2 = df["s2"].to_numpy()
     delta = paired_delta_auc(df, "s1", "s2", "y", "task", n_resamples=120, seed=seed)
     clustered = clustered_auc_bootstrap(df, "s1", "y", "task", n_resamples=120, seed=seed)

@@ -24,7 +24,6 @@ import collections
 import functools
 import hashlib
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 

@@ -227,3 +227,18 @@ def test_every_mean_difference_draw_is_numpys_on_its_resample():
     want = np.array(want)
     np.testing.assert_allclose(res.draws, want[np.isfinite(want)], rtol=0, atol=1e-12)
     assert res.estimate == pytest.approx(v[y].mean() - v[~y].mean(), rel=0, abs=1e-15)
+
+
+@pytest.mark.parametrize("level", ["nominal", "interval"])
+def test_alpha_above_the_package_bound_is_the_packages_value(level, monkeypatch):
+    """Where krippendorff.alpha would need (units, V, V) arrays too large, the per-cluster sums give its value."""
+    import gcpc.analysis.stats as stats
+
+    rng = np.random.default_rng(5)
+    truth = np.round(rng.random(120), 2) if level == "interval" else rng.integers(0, 4, 120)
+    data = np.stack([np.where(rng.random(120) < 0.7, truth, np.round(rng.random(120), 2)) for _ in range(3)]).astype(float)
+    data[rng.random(data.shape) < 0.1] = np.nan
+    want = krippendorff.alpha(reliability_data=data, level_of_measurement=level)
+    assert stats.krippendorff_alpha(data, level) == want  # under the bound: the package itself
+    monkeypatch.setattr(stats, "KRIPPENDORFF_MAX_CELLS", 10)
+    assert stats.krippendorff_alpha(data, level) == pytest.approx(want, rel=0, abs=1e-12)

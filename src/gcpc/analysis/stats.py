@@ -2,7 +2,8 @@
 
 Every point estimate a report prints is the reference library's, called directly on the rows:
 AUC and the ROC curve `sklearn.metrics.roc_auc_score` / `roc_curve`, Spearman's rho
-`scipy.stats.spearmanr`, Krippendorff's alpha `krippendorff.alpha`, the Wilcoxon signed-rank test
+`scipy.stats.spearmanr`, Krippendorff's alpha `krippendorff.alpha` (up to the size the package can
+hold in memory: KRIPPENDORFF_MAX_CELLS), the Wilcoxon signed-rank test
 `scipy.stats.wilcoxon`, the sign test `scipy.stats.binomtest` (Cohen's kappa: sklearn's
 `cohen_kappa_score`, in item_validity). The functions here validate the input first, so that bad
 data fails with a message instead of a library's NaN, and say when a statistic is undefined.
@@ -606,16 +607,28 @@ class _AlphaParts:
         return np.where(b > tol, out, np.nan)
 
 
+KRIPPENDORFF_MAX_CELLS = 25_000_000
+"""Largest units x values x values that `krippendorff.alpha` is asked for. The package builds its coincidence
+matrix from (units, V, V) arrays (three of them, float64): 25 million cells are 200 MB each. Above that (interval
+scores take hundreds of distinct values: 6,000 units x 1,001 values asked for 44.8 GiB) alpha comes from the
+per-cluster sums of `_AlphaParts`, the same formula that every bootstrap draw uses and that the tests check
+against the package on every resample."""
+
+
 def krippendorff_alpha(data: Any, level: str = "interval") -> float:
     """Krippendorff's alpha of a coders x units matrix (NaN = missing): `krippendorff.alpha(data,
-    level_of_measurement=level)`. UndefinedStatistic without a pairable unit or without variation
-    among the pairable values (the library would divide by zero)."""
+    level_of_measurement=level)` (up to KRIPPENDORFF_MAX_CELLS, see there). UndefinedStatistic without a
+    pairable unit or without variation among the pairable values (the package would divide by zero)."""
     arr = np.asarray(data, dtype=float)
     parts = _AlphaParts(arr, level, np.zeros(arr.shape[1] if arr.ndim == 2 else 0, dtype=np.int64), 1)
     if parts.n_units == 0:
         raise UndefinedStatistic("alpha needs at least one unit coded by two or more coders")
-    if not math.isfinite(float(parts.alpha(np.ones(1))[0])):
+    own = float(parts.alpha(np.ones(1))[0])
+    if not math.isfinite(own):
         raise UndefinedStatistic("alpha is undefined: all pairable values are identical (no expected disagreement)")
+    n_values = np.unique(arr[~np.isnan(arr)]).size
+    if arr.shape[1] * n_values * n_values > KRIPPENDORFF_MAX_CELLS:
+        return own
     import krippendorff
 
     return float(krippendorff.alpha(reliability_data=arr, level_of_measurement=level))

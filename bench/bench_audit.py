@@ -24,6 +24,9 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ itself, also when imported by tests
+from portable import command_line  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 TARGET_OPEN_S, TARGET_JUMP_S = 2.0, 0.5
@@ -91,7 +94,7 @@ def main() -> int:
                 jumps.append(time.perf_counter() - t1)
                 page.close()
         result = {
-            "command": " ".join(["python", "bench/bench_audit.py", *sys.argv[1:]]),
+            "command": command_line("bench/bench_audit.py", sys.argv[1:]),
             "log_bytes": sum(len(e.text.encode()) for e in events), "events": n,
             "page_bytes": html.stat().st_size,
             "build_s_median": round(statistics.median(builds), 3),

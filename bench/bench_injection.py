@@ -22,6 +22,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ itself, also when imported by tests
+from portable import command_line  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "bench"))
 
@@ -35,7 +38,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         after = injection_probe.run_probe(REPO, Path(tmp))
-    out = {"command": "python bench/bench_injection.py " + " ".join(sys.argv[1:]), "after": after}
+    out = {"command": command_line("bench/bench_injection.py", sys.argv[1:]), "after": after}
     if args.before_src:
         src = Path(args.before_src).resolve()
         shutil.copy(REPO / "bench" / "injection_probe.py", src / "bench" / "injection_probe.py")

@@ -33,6 +33,9 @@ from pathlib import Path
 
 import yaml
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ itself, also when imported by tests
+from portable import command_line  # noqa: E402
+
 from bench_llm_throughput import start_server as _start, stop_server  # one fake-server launcher for both benchmarks
 
 REPO = Path(__file__).resolve().parents[1]
@@ -53,7 +56,7 @@ def run_child(argv: list[str], cwd: Path, env: dict[str, str]) -> dict:
 
 def prepare(work: Path, data: str, env: dict[str, str]) -> dict:
     """params.yaml for `data` (the heuristic generator; the judge set per level), ingest and synthesize."""
-    from gcpc.params import compose
+    from gcpc.experiment import compose
 
     compose(work / "params.yaml", [f"data={data}", "llm@judge=openai-compatible"], conf_dir=REPO / "conf")
     params = yaml.safe_load((work / "params.yaml").read_text(encoding="utf-8"))
@@ -129,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
                           f"{row['fraction_of_ideal']} of ideal (idle {row['idle_share_of_wall']}, max in flight "
                           f"{row['max_inflight']}, {row['cpu_ms_per_call']} ms CPU per call, load {load[0]})", flush=True)
     result = {"benchmark": "judge stage vs a local fake OpenAI-compatible server with fixed latency",
-              "command": "python bench/bench_judge_stage.py" + "".join(f" {a}" for a in (argv if argv is not None else sys.argv[1:])),
+              "command": command_line("bench/bench_judge_stage.py", argv if argv is not None else sys.argv[1:]),
               "data": args.data, "arm": args.arm, "latencies_s": args.latency, "target_fraction_of_ideal": TARGET_FRACTION,
               "levels": levels, "meets_target": all(r["meets_target"] for r in levels),
               "load_average_before": load_before, "load_average_after": [round(x, 2) for x in os.getloadavg()],

@@ -26,6 +26,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ itself, also when imported by tests
+from portable import command_line  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
@@ -97,7 +100,7 @@ def main() -> None:
     os.environ.setdefault("OPENAI_API_KEY", "sk-bench-not-a-key")
 
     report = {"benchmark": "llm client throughput vs a local fake API with fixed latency",
-              "command": " ".join(["python bench/bench_llm_throughput.py", *sys.argv[1:]]),
+              "command": command_line("bench/bench_llm_throughput.py", sys.argv[1:]),
               "latency_s": args.latency, "target": {"concurrency": TARGET_CONCURRENCY, "min_fraction_of_ideal": TARGET_FRACTION},
               "environment": {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count(),
                               "anthropic": anthropic.__version__, "openai": openai.__version__},

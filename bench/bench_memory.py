@@ -5,10 +5,12 @@
 
 For each format a corpus with ONE trial whose agent log is `--mb` MB (10^6 bytes) is written to a
 temporary folder, then ingested (`gcpc.corpus.ingest.ingest` + `write_outputs`, as the stage does)
-in a fresh child process. The child's peak resident set (`ru_maxrss`) minus the peak of a child
-that ingests a ~1 KB log of the same format the same way (same imports, pyarrow included, and fixed
-costs) is the ingest's own peak; `peak_over_log` divides it by the
-log's size. Target (issue 11): peak under 2x the largest log file.
+in a fresh child process. The memory ratio is defined once, in bench/README.md ("Peak memory of one
+large log"): `peak_over_log = (peak_rss_bytes - baseline_rss_bytes) / log_bytes`, where
+`peak_rss_bytes` is the child's peak resident set (`ru_maxrss`) and `baseline_rss_bytes` that of a
+child that ingests a ~1 KB log of the same format the same way (same imports, pyarrow included, and
+fixed costs). Every result records all three absolute figures beside the ratio, and the baseline's
+definition (`baseline`), so that a changed baseline shows. Target (issue 11): ratio under 2.
 
 Formats: `claude-code-stream-json` (Harbor `agent/claude-code.txt`, tool outputs of ~4 KB),
 `tb1-pane` (Terminal-Bench 1 `panes/post-agent.txt`, a plain terminal capture), `tb1-agent-log`
@@ -32,8 +34,14 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ itself, also when imported by tests
+from portable import command_line  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
 FORMATS = ("claude-code-stream-json", "tb1-pane", "tb1-agent-log", "inspect-eval")
+RATIO = "peak_over_log = (peak_rss_bytes - baseline_rss_bytes) / log_bytes (bench/README.md, 'Peak memory of one large log')"
+BASELINE = ("ru_maxrss of a fresh child that ingests and writes a ~1 KB log of the same format the same way "
+            "(same imports, pyarrow included, and fixed costs)")
 
 
 def _write_stream_json(path: Path, size: int) -> None:
@@ -168,6 +176,7 @@ def main() -> None:
         child(*args.child)
         return
     results = {}
+    load_before = [round(x, 2) for x in os.getloadavg()]
     for fmt in args.formats:
         if fmt == "inspect-eval" and importlib.util.find_spec("inspect_ai") is None:
             print("inspect-eval: skipped, inspect-ai is not installed (pip install -e \".[inspect]\")", flush=True)
@@ -181,15 +190,18 @@ def main() -> None:
             run = measure("ingest", cfg, Path(tmp) / "big")
             log_bytes = log.stat().st_size
             peak = (run["maxrss_kib"] - base["maxrss_kib"]) * 1024
-            results[fmt] = {"log_bytes": log_bytes, "peak_bytes_over_baseline": peak,
+            results[fmt] = {"log_bytes": log_bytes, "peak_rss_bytes": run["maxrss_kib"] * 1024, "peak_bytes_over_baseline": peak,
                             "peak_over_log": round(peak / log_bytes, 2), "target_met": peak < 2 * log_bytes,
                             "trajectories": run["trajectories"], "seconds": run["seconds"],
-                            "baseline_rss_bytes": base["maxrss_kib"] * 1024}
-            print(f"{fmt}: {log_bytes / 1e6:.0f} MB log, peak {peak / 1e6:.0f} MB over baseline = "
-                  f"{peak / log_bytes:.2f}x ({run['seconds']} s)", flush=True)
-    out = {"command": "python bench/bench_memory.py " + " ".join(sys.argv[1:]), "target": "peak < 2x log size",
-           "mb": args.mb, "results": results,
-           "machine": {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count()}}
+                            "baseline_rss_bytes": base["maxrss_kib"] * 1024, "baseline": BASELINE,
+                            "peak_rss_over_log": round(run["maxrss_kib"] * 1024 / log_bytes, 2)}
+            print(f"{fmt}: {log_bytes / 1e6:.0f} MB log, peak RSS {run['maxrss_kib'] * 1024 / 1e6:.0f} MB, baseline "
+                  f"{base['maxrss_kib'] * 1024 / 1e6:.0f} MB, {peak / 1e6:.0f} MB over baseline = {peak / log_bytes:.2f}x "
+                  f"({run['seconds']} s)", flush=True)
+    out = {"command": command_line("bench/bench_memory.py", sys.argv[1:]), "target": "peak_over_log < 2",
+           "ratio": RATIO, "mb": args.mb, "results": results,
+           "machine": {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count(),
+                       "load_average_before": load_before, "load_average_after": [round(x, 2) for x in os.getloadavg()]}}
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=2, sort_keys=True) + "\n")
     print(f"-> {args.out}")

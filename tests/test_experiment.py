@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from gcpc.experiment import ConfigError, check_arms, check_data, derive_primary_arm
-from gcpc.params import compose, load_params, stage_args
+from gcpc.experiment import compose
+from gcpc.params import load_params, stage_args
 
 ROOT = Path(__file__).resolve().parents[1]
 ARMS = yaml.safe_load((ROOT / "params.yaml").read_text())["arm"]

@@ -27,13 +27,17 @@ def lint_imports(cwd: Path, env: dict[str, str] | None = None) -> subprocess.Com
 def test_packages_import_only_downward_and_without_cycles():
     run = lint_imports(ROOT)
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
-    assert "Contracts: 2 kept, 0 broken." in run.stdout
+    assert "Contracts: 3 kept, 0 broken." in run.stdout
+
+
+def _copy_package(tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "src" / "gcpc", tmp_path / "gcpc", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
 
 
 def test_an_upward_import_breaks_the_contract(tmp_path):
     """The same contracts over a copy of the package with one upward import added (corpus -> report)."""
-    shutil.copytree(ROOT / "src" / "gcpc", tmp_path / "gcpc", ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    _copy_package(tmp_path)
     models = tmp_path / "gcpc" / "corpus" / "models.py"
     models.write_text(models.read_text(encoding="utf-8") + textwrap.dedent("""
 
@@ -43,3 +47,18 @@ def test_an_upward_import_breaks_the_contract(tmp_path):
     run = lint_imports(tmp_path, env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"})  # the copy, not src/
     assert run.returncode != 0, run.stdout[-3000:]
     assert "gcpc.corpus.models -> gcpc.report.build" in run.stdout
+
+
+def test_params_importing_experiment_breaks_the_contract(tmp_path):
+    """gcpc.params sits below gcpc.experiment; the import it once had (inside `compose`) is refused with no exception."""
+    _copy_package(tmp_path)
+    params = tmp_path / "gcpc" / "params.py"
+    params.write_text(params.read_text(encoding="utf-8") + textwrap.dedent("""
+
+        def _compose():
+            from gcpc.experiment import register_resolvers  # noqa: F401
+        """), encoding="utf-8")
+    run = lint_imports(tmp_path, env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"})
+    assert run.returncode != 0, run.stdout[-3000:]
+    assert "the stage-parameter helpers do not import the experiment definition" in " ".join(run.stdout.split())
+    assert "gcpc.params -> gcpc.experiment" in run.stdout

@@ -434,7 +434,7 @@ def test_key_tail_canary_whole_pipeline(tmp_path):
             shutil.copy2(src, dest / rel)
     with FakeOpenAI(responder=echoing_responder) as server:
         env = _git_env({"OPENAI_COMPAT_API_KEY": CANARY_KEY, "GCPC_CACHE_DIR": str(tmp_path / "shared")})
-        for args in ([sys.executable, "-m", "gcpc.params", "llm@judge=openai-compatible", f"judge.base_url={server.url}/v1",
+        for args in ([sys.executable, "-m", "gcpc.experiment", "llm@judge=openai-compatible", f"judge.base_url={server.url}/v1",
                       "judge.model=gpt-fake-1", "judge.timeout_s=30"],
                      ["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "clone"], ["dvc", "repro"]):
             _ok(args, dest, env)

@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gcpc.params import compose, load_params, section
+from gcpc.experiment import compose
+from gcpc.params import load_params, section
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -14,7 +15,7 @@ def test_committed_params_equal_the_composition_of_conf(tmp_path):
     out = tmp_path / "params.yaml"
     compose(out, conf_dir=ROOT / "conf")
     assert yaml.safe_load(out.read_text()) == yaml.safe_load((ROOT / "params.yaml").read_text()), \
-        "params.yaml is stale: run `python -m gcpc.params` and commit it"
+        "params.yaml is stale: run `python -m gcpc.experiment` and commit it"
 
 
 def test_overrides_select_groups(tmp_path):

@@ -10,7 +10,8 @@ import pytest
 from gcpc.corpus.harbor import find_trial_folders
 from gcpc.corpus.ingest import IngestResult, corpora_from_params, ingest, merge_results, run
 from gcpc.corpus.population import apply
-from gcpc.params import compose, load_params
+from gcpc.experiment import compose
+from gcpc.params import load_params
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -1,4 +1,5 @@
-"""Tests for gcpc.analysis.stats: AUC against sklearn, and the task-clustered bootstrap."""
+"""Tests for gcpc.analysis.stats: AUC against sklearn, and the task-clustered bootstrap (tests/stats_reference.py
+writes the resampling out row by row)."""
 
 from __future__ import annotations
 
@@ -6,12 +7,12 @@ import numpy as np
 import pandas as pd
 import pytest
 from sklearn.metrics import roc_auc_score
+from stats_reference import clustered_bootstrap
 
 from gcpc.analysis.stats import (
     UndefinedStatistic,
     auc,
-    auc_statistic,
-    clustered_bootstrap,
+    clustered_auc_bootstrap,
     paired_delta_auc,
 )
 
@@ -63,16 +64,15 @@ def _clustered_frame(n_tasks=30, per_task=8, seed=0, task_effect=2.0):
 
 def test_bootstrap_deterministic_and_seed_sensitive():
     df = _clustered_frame()
-    stat = auc_statistic("score", "label")
-    a = clustered_bootstrap(df, "task_id", stat, n_resamples=200, seed=7)
-    b = clustered_bootstrap(df, "task_id", stat, n_resamples=200, seed=7)
-    c = clustered_bootstrap(df, "task_id", stat, n_resamples=200, seed=8)
+    a = clustered_auc_bootstrap(df, "score", "label", "task_id", n_resamples=200, seed=7)
+    b = clustered_auc_bootstrap(df, "score", "label", "task_id", n_resamples=200, seed=7)
+    c = clustered_auc_bootstrap(df, "score", "label", "task_id", n_resamples=200, seed=8)
     assert (a.estimate, a.ci_low, a.ci_high, a.n_valid) == (b.estimate, b.ci_low, b.ci_high, b.n_valid)
     np.testing.assert_array_equal(a.draws, b.draws)
     assert (a.ci_low, a.ci_high) != (c.ci_low, c.ci_high)
     assert a.estimate == c.estimate == auc(df["score"], df["label"])
     # row order does not change the draws: clusters are indexed in sorted order
-    d = clustered_bootstrap(df.sample(frac=1.0, random_state=3), "task_id", stat, n_resamples=200, seed=7)
+    d = clustered_auc_bootstrap(df.sample(frac=1.0, random_state=3), "score", "label", "task_id", n_resamples=200, seed=7)
     np.testing.assert_allclose(d.draws, a.draws)
 
 
@@ -106,7 +106,7 @@ def test_cluster_ci_wider_than_row_ci_under_strong_clustering():
 
 def test_bootstrap_percentile_ci_matches_numpy_and_contains_estimate():
     df = _clustered_frame(n_tasks=40, per_task=5, seed=4)
-    res = clustered_bootstrap(df, "task_id", auc_statistic("score", "label"), n_resamples=300, seed=0, ci=0.9)
+    res = clustered_auc_bootstrap(df, "score", "label", "task_id", n_resamples=300, seed=0, ci=0.9)
     assert res.draws.size == res.n_valid
     lo, hi = np.quantile(res.draws, [0.05, 0.95])
     assert res.ci_low == pytest.approx(lo) and res.ci_high == pytest.approx(hi)
@@ -121,7 +121,7 @@ def test_bootstrap_skips_undefined_resamples():
     # Only one task has a FAIL: resamples that miss it have a single class and are skipped.
     df = pd.DataFrame({"task_id": ["a", "a", "b", "c", "d"], "score": [0.1, 0.9, 0.8, 0.7, 0.6],
                        "label": [0, 1, 1, 1, 1]})
-    res = clustered_bootstrap(df, "task_id", auc_statistic("score", "label"), n_resamples=300, seed=0)
+    res = clustered_auc_bootstrap(df, "score", "label", "task_id", n_resamples=300, seed=0)
     assert 0 < res.n_valid < 300
     assert res.n_skipped == 300 - res.n_valid
     assert res.to_dict()["n_skipped"] == res.n_skipped
@@ -129,15 +129,14 @@ def test_bootstrap_skips_undefined_resamples():
 
 def test_bootstrap_input_validation():
     df = _clustered_frame(n_tasks=5, per_task=4)
-    stat = auc_statistic("score", "label")
-    with pytest.raises(ValueError, match="cluster column"):
-        clustered_bootstrap(df, "nope", stat, n_resamples=10)
+    with pytest.raises(ValueError, match="column 'nope'"):
+        clustered_auc_bootstrap(df, "score", "label", "nope", n_resamples=10)
     with pytest.raises(ValueError, match="n_resamples"):
-        clustered_bootstrap(df, "task_id", stat, n_resamples=0)
+        clustered_auc_bootstrap(df, "score", "label", "task_id", n_resamples=0)
     with pytest.raises(ValueError, match="ci"):
-        clustered_bootstrap(df, "task_id", stat, n_resamples=10, ci=95)
+        clustered_auc_bootstrap(df, "score", "label", "task_id", n_resamples=10, ci=95)
     with pytest.raises(UndefinedStatistic):
-        clustered_bootstrap(df.assign(label=1), "task_id", stat, n_resamples=10)
+        clustered_auc_bootstrap(df.assign(label=1), "score", "label", "task_id", n_resamples=10)
 
 
 def test_paired_delta_identical_scores_is_exactly_zero():
@@ -149,24 +148,11 @@ def test_paired_delta_identical_scores_is_exactly_zero():
 
 def test_paired_delta_uses_same_resamples_as_single_auc():
     df = _clustered_frame(seed=6)
-    a = clustered_bootstrap(df, "task_id", auc_statistic("score", "label"), n_resamples=100, seed=3)
-    b = clustered_bootstrap(df, "task_id", auc_statistic("noise", "label"), n_resamples=100, seed=3)
+    a = clustered_auc_bootstrap(df, "score", "label", "task_id", n_resamples=100, seed=3)
+    b = clustered_auc_bootstrap(df, "noise", "label", "task_id", n_resamples=100, seed=3)
     d = paired_delta_auc(df, "score", "noise", "label", "task_id", n_resamples=100, seed=3)
     assert d.estimate == pytest.approx(a.estimate - b.estimate)
     np.testing.assert_allclose(d.draws, a.draws - b.draws)
     assert d.share_positive > 0.9  # informative score beats noise
     with pytest.raises(ValueError, match="NaN"):
         paired_delta_auc(df.assign(noise=np.nan), "score", "noise", "label", "task_id", n_resamples=10)
-
-
-def test_average_ranks_equal_scipy_rankdata():
-    from scipy.stats import rankdata
-
-    from gcpc.analysis.stats import average_ranks
-
-    rng = np.random.default_rng(7)
-    for n in (1, 2, 3, 17, 400):
-        for levels in (1, 2, 5, n):
-            x = rng.integers(0, levels, n) / 3  # coarse scores: many ties
-            ours, ref = average_ranks(x), rankdata(x)
-            assert ours.dtype == ref.dtype and np.array_equal(ours, ref)

@@ -231,7 +231,7 @@ def test_fake_server_run_counts_every_token_in_the_headline_metrics(tmp_path):
 
     root, env = make_clone(tmp_path / "gcpc")
     with FakeOpenAI() as server:
-        _run([sys.executable, "-m", "gcpc.params", *_fake_judge(server.url), "arm=gcpc"], root, env)
+        _run([sys.executable, "-m", "gcpc.experiment", *_fake_judge(server.url), "arm=gcpc"], root, env)
         _run([DVC, "repro"], root, env)
         assert server.model_calls > 0
     headline = json.loads((root / "metrics" / "headline.json").read_text())

@@ -23,13 +23,13 @@ def run(*args: str, debug: bool = False) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.parametrize(("args", "expected"), [
     (("gcpc.judging", "foo"), "params.yaml: arm 'foo' is not configured (configured: "),
-    (("gcpc.params", "arm=foo"), "Could not find 'arm/foo' Available options in 'arm':"),
-    (("gcpc.params", "+judge.api_kee=1"), "judge: invalid llm settings (api_kee: Extra inputs are not permitted)"),
-    (("gcpc.params", "~data.trials_dirs"), "missing required key(s) data.trials_dirs"),
-    (("gcpc.params", "data.tasks_dir=taks"), "tasks_dir entry 'taks' not found"),
+    (("gcpc.experiment", "arm=foo"), "Could not find 'arm/foo' Available options in 'arm':"),
+    (("gcpc.experiment", "+judge.api_kee=1"), "judge: invalid llm settings (api_kee: Extra inputs are not permitted)"),
+    (("gcpc.experiment", "~data.trials_dirs"), "missing required key(s) data.trials_dirs"),
+    (("gcpc.experiment", "data.tasks_dir=taks"), "tasks_dir entry 'taks' not found"),
 ])
 def test_user_error_is_one_line_and_exit_2(tmp_path, args, expected):
-    out = ("--output", str(tmp_path / "params.yaml")) if args[0] == "gcpc.params" else ()
+    out = ("--output", str(tmp_path / "params.yaml")) if args[0] == "gcpc.experiment" else ()
     r = run(*args, *out)
     assert r.returncode == 2, r.stderr
     lines = r.stderr.strip().splitlines()
@@ -47,7 +47,7 @@ def test_debug_shows_the_traceback_and_a_bug_keeps_it():
 
 
 def test_preflight_names_the_data_folders(tmp_path):
-    r = run("gcpc.params", "--output", str(tmp_path / "params.yaml"))
+    r = run("gcpc.experiment", "--output", str(tmp_path / "params.yaml"))
     assert r.returncode == 0, r.stderr
     assert "data folders found: " in r.stdout and str(ROOT / "data" / "demo") in r.stdout
 

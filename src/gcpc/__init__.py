@@ -2,7 +2,7 @@
 
 Nothing is imported here but gcpc.errors (no imports of its own): every stage process imports `gcpc` first, and the OmegaConf resolvers conf/
 needs (gcpc.experiment.register_resolvers, ~0.1-0.3 s of omegaconf import) are registered only where
-conf/ is composed (gcpc.params.compose, hydra_plugins/gcpc_resolvers inside `dvc exp run`, tests).
+conf/ is composed (gcpc.experiment.compose, hydra_plugins/gcpc_resolvers inside `dvc exp run`, tests).
 """
 
 import sys as _sys

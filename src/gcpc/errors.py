@@ -1,6 +1,6 @@
 """Errors a user can cause and fix (a config, an argument, a missing input or folder).
 
-A `python -m gcpc.…` process (every stage, `python -m gcpc.params`) prints such an error as one line,
+A `python -m gcpc.…` process (every stage, `python -m gcpc.experiment`) prints such an error as one line,
 `error: <what, where, what to do>`, and exits 2 instead of showing a traceback; `GCPC_DEBUG=1` shows
 the traceback as before. gcpc/__init__.py installs the hook (`install`) in those processes only, so
 library callers and tests see the exceptions unchanged. Inside `dvc exp run`, DVC composes conf/ in its

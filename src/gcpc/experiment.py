@@ -6,7 +6,7 @@ through OmegaConf resolvers registered here, and the `experiment` section of con
 calls `check_*` so that a composed config naming an arm outside the set, a data config missing a
 required key, or an unknown key (`+judge.api_key=...`) fails during composition, before DVC
 writes anything. DVC loads the resolvers through the Hydra plugin in hydra_plugins/ (its
-`plugins_path` is the repository root); `gcpc.params.compose` registers them itself.
+`plugins_path` is the repository root); `compose` below (`python -m gcpc.experiment`) registers them itself.
 
 The same functions are called by the stages on a hand-edited params.yaml.
 """
@@ -163,9 +163,38 @@ def register_resolvers() -> None:
 
 
 def check_data_folders(data: Mapping[str, Any], root: Path | None = None) -> list[str]:
-    """Every folder and file a data config names exists (what ingest checks first, for `python -m gcpc.params`
+    """Every folder and file a data config names exists (what ingest checks first, for `python -m gcpc.experiment`
     to say before a run); returns the corpus roots. FileNotFoundError names the key and the path searched."""
     from gcpc.corpus.ingest import corpora_from_params, corpus_root_of
 
     base = Path.cwd() if root is None else root
     return [str(corpus_root_of(cfg, base)) for cfg in corpora_from_params(dict(_plain(data)))]
+
+
+def compose(output: str | Path = "params.yaml", overrides: list[str] | None = None, conf_dir: str | Path = "conf") -> None:
+    """Write params.yaml from conf/ exactly as `dvc exp run` does (DVC's own Hydra composition)."""
+    from dvc.utils.hydra import compose_and_dump
+
+    register_resolvers()  # DVC loads them through hydra_plugins/; a long-lived process may have scanned plugins already
+    conf = Path(conf_dir).resolve()
+    compose_and_dump(Path(output), str(conf), None, "config", str(conf.parent), list(overrides or []))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """`python -m gcpc.experiment [overrides] [--output params.yaml]`: compose, then check the data folders."""
+    import argparse
+
+    from gcpc.params import load_params
+
+    parser = argparse.ArgumentParser(prog="python -m gcpc.experiment",
+                                     description="Compose params.yaml from conf/ (what `dvc exp run` does before a run).")
+    parser.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. llm@judge=replay")
+    parser.add_argument("--output", default="params.yaml")
+    ns = parser.parse_args(argv)
+    compose(ns.output, ns.overrides)
+    # pre-flight: a typo'd folder fails here, not seconds into ingest (FileNotFoundError: one line, exit 2)
+    print(f"{ns.output}: composed; data folders found: {', '.join(check_data_folders(load_params(ns.output)['data']))}")
+
+
+if __name__ == "__main__":
+    main()

@@ -75,26 +75,3 @@ def stage_args(description: str, argv: list[str] | None = None) -> argparse.Name
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--params", default="params.yaml", help="composed parameters (default: params.yaml)")
     return parse_args(parser, argv)
-
-
-def compose(output: str | Path = "params.yaml", overrides: list[str] | None = None, conf_dir: str | Path = "conf") -> None:
-    """Write params.yaml from conf/ exactly as `dvc exp run` does (DVC's own Hydra composition)."""
-    from dvc.utils.hydra import compose_and_dump
-
-    from gcpc.experiment import register_resolvers
-
-    register_resolvers()  # DVC loads them through hydra_plugins/; a long-lived process may have scanned plugins already
-    conf = Path(conf_dir).resolve()
-    compose_and_dump(Path(output), str(conf), None, "config", str(conf.parent), list(overrides or []))
-
-
-if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description="Compose params.yaml from conf/ (what `dvc exp run` does before a run).")
-    parser.add_argument("overrides", nargs="*", help="Hydra overrides, e.g. llm@judge=replay")
-    parser.add_argument("--output", default="params.yaml")
-    ns = parser.parse_args()
-    compose(ns.output, ns.overrides)
-    from gcpc.experiment import check_data_folders
-
-    # pre-flight: a typo'd folder fails here, not seconds into ingest (FileNotFoundError: one line, exit 2)
-    print(f"{ns.output}: composed; data folders found: {', '.join(check_data_folders(load_params(ns.output)['data']))}")

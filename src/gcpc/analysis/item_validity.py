@@ -9,7 +9,8 @@ an arm that has it):
 
 * agreement over decided (Yes/No) labels, with a task-clustered percentile CI;
 * Cohen's κ of decided labels against truth (chance-corrected: a judge saying Yes to everything
-  agrees often where most tests pass, κ says 0); checked against scikit-learn in the tests;
+  agrees often where most tests pass, κ says 0): scikit-learn's `cohen_kappa_score`; each bootstrap
+  draw (from cell counts) is checked against it on the resample's rows in the tests;
 * the Abstain share (Abstain is neither agreement nor disagreement); zero-evidence (trajectory,
   arm) pairs (every item Abstain) are left out by default, as in every analysis (paper §4), and
   counted;
@@ -41,17 +42,35 @@ STATS = ("agreement", "kappa", "abstain_share", "agreement_tests_passed", "agree
 
 
 def kappa(truth: Any, label: Any) -> float | None:
-    """Cohen's κ of two binary Yes/No sequences; None when it is undefined (chance agreement is 1)."""
+    """Cohen's κ of two binary Yes/No sequences (anything but "Yes" is No); None when it is undefined
+    (chance agreement is 1)."""
     t = np.asarray(truth) == "Yes"
     y = np.asarray(label) == "Yes"
     if t.shape != y.shape or t.size == 0:
         raise ValueError("kappa needs two non-empty sequences of equal length")
-    k = statistics(np.array([[np.sum(t & y), np.sum(t & ~y), 0, np.sum(~t & y), np.sum(~t & ~y), 0]], dtype=float))["kappa"][0]
-    return None if np.isnan(k) else float(k)
+    return kappa_of_counts(np.sum(t & y), np.sum(t & ~y), np.sum(~t & y), np.sum(~t & ~y))
+
+
+def kappa_of_counts(yy: float, yn: float, ny: float, nn: float) -> float | None:
+    """Cohen's κ from the 2 x 2 counts (truth x label): `sklearn.metrics.cohen_kappa_score` of the four
+    (truth, label) pairs weighted by their counts; None when undefined (no decided label, or chance agreement 1)."""
+    import warnings
+
+    from sklearn.metrics import cohen_kappa_score
+
+    weights = np.array([yy, yn, ny, nn], dtype=float)
+    if weights.sum() <= 0:
+        return None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a single label: sklearn warns and returns replace_undefined_by
+        k = cohen_kappa_score(["Yes", "Yes", "No", "No"], ["Yes", "No", "Yes", "No"], labels=["Yes", "No"],
+                              sample_weight=weights, replace_undefined_by=np.nan)
+    return None if not np.isfinite(k) else float(k)
 
 
 def statistics(c: np.ndarray) -> dict[str, np.ndarray]:
-    """Every statistic from (R, 6) cell counts in CELLS order; NaN where undefined."""
+    """Every statistic from (R, 6) cell counts in CELLS order; NaN where undefined. Vectorised for the
+    bootstrap draws (κ here is Cohen's formula; tests check each draw against scikit-learn's)."""
     yy, yn, ya, ny, nn, na = (c[:, i] for i in range(6))
     decided = yy + yn + ny + nn
     total = decided + ya + na
@@ -96,6 +115,8 @@ def tally(rows: pd.DataFrame, cluster: str, boot: dict[str, Any]) -> dict[str, A
     per_cluster = cluster_cell_counts(rows["truth_per_test"], rows["label_plain"], codes, k)
     total = per_cluster.sum(axis=0)
     point = statistics(total[None, :])
+    kap = kappa_of_counts(*(total[CELLS.index(cell)] for cell in ("YY", "YN", "NY", "NN")))  # the point κ: sklearn's
+    point["kappa"] = np.array([np.nan if kap is None else kap])
     draws = statistics(resample_counts(k, boot["n_resamples"], boot["seed"]).astype(float) @ per_cluster)
     alpha = (1.0 - boot["ci"]) / 2.0
     cells = dict(zip(CELLS, (int(x) for x in total), strict=True))

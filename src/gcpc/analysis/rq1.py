@@ -612,7 +612,7 @@ def roc_points(metrics: pd.DataFrame, cfg: dict[str, Any] | None = None) -> pd.D
             y = vals[LABEL].to_numpy()
             if y.all() or not y.any():
                 continue
-            fpr, tpr, thr = roc_curve(y, vals[score].to_numpy(dtype=float))  # = sklearn's, without importing it
+            fpr, tpr, thr = roc_curve(y, vals[score].to_numpy(dtype=float))  # sklearn.metrics.roc_curve, input checked
             thr = np.where(np.isfinite(thr), thr, np.nan)
             # `curve` names the series in words: one line per arm x score in `dvc plots show` / `diff`
             frames.append(pd.DataFrame({"arm": arm, "score": score, "curve": f"{words(arm, score)}, n={len(vals)}",

@@ -1,7 +1,22 @@
-"""Validated metric functions and a task-clustered bootstrap.
+"""Statistics from the reference libraries, and the task-clustered bootstrap they lack.
 
-Trajectories of the same task share difficulty, so rows are not independent: confidence
-intervals resample whole tasks (clusters), never single rows, or they come out too narrow.
+Every point estimate a report prints is the reference library's, called directly on the rows:
+AUC and the ROC curve `sklearn.metrics.roc_auc_score` / `roc_curve`, Spearman's rho
+`scipy.stats.spearmanr`, Krippendorff's alpha `krippendorff.alpha` (up to the size the package can
+hold in memory: KRIPPENDORFF_MAX_CELLS), the Wilcoxon signed-rank test
+`scipy.stats.wilcoxon`, the sign test `scipy.stats.binomtest` (Cohen's kappa: sklearn's
+`cohen_kappa_score`, in item_validity). The functions here validate the input first, so that bad
+data fails with a message instead of a library's NaN, and say when a statistic is undefined.
+
+What the libraries do not have is the task-clustered bootstrap. Trajectories of the same task
+share difficulty, so rows are not independent: confidence intervals resample whole tasks
+(clusters), never single rows, or they come out too narrow. A resample is a vector of cluster
+counts (`resample_counts`); the draws are computed from per-cluster aggregates weighted by
+those counts (AUC, ΔAUC, Spearman, alpha, a mean difference), 2,000 resamples of 20,000 rows
+in a fraction of a second where calling the library on each expanded resample takes minutes.
+tests/test_stats_library.py expands every resample into its rows and checks each draw against
+the library. The interval is the percentile interval of the valid draws, `numpy.percentile`
+(what `scipy.stats.bootstrap(method="percentile")` computes from its own draws).
 """
 
 from __future__ import annotations
@@ -10,7 +25,6 @@ import collections
 import functools
 import hashlib
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,10 +62,9 @@ def _as_binary_labels(labels: Any) -> np.ndarray:
 
 
 def auc(scores: Any, labels: Any) -> float:
-    """ROC AUC as P(score_pos > score_neg) + 0.5 P(tie) (Mann-Whitney U / (n_pos n_neg)).
+    """ROC AUC, `sklearn.metrics.roc_auc_score(labels, scores)`, after checking the input.
 
-    Ties matter: partial-credit scores are coarse (k/n), so they are counted as half,
-    which matches sklearn.metrics.roc_auc_score.
+    Ties count one half (partial-credit scores are coarse, k/n); UndefinedStatistic with one class.
     """
     s = np.asarray(scores, dtype=float)
     if s.ndim != 1:
@@ -67,15 +80,13 @@ def auc(scores: Any, labels: Any) -> float:
         raise UndefinedStatistic(
             f"AUC is undefined with a single class (n_pos={n_pos}, n_neg={n_neg})"
         )
-    ranks = average_ranks(s)  # a tie contributes one half
-    u = float(ranks[y].sum()) - n_pos * (n_pos + 1) / 2.0
-    return u / (n_pos * n_neg)
+    from sklearn.metrics import roc_auc_score
+
+    return float(roc_auc_score(y, s))
 
 
 def roc_curve(labels: Any, scores: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(fpr, tpr, thresholds) exactly as `sklearn.metrics.roc_curve(labels, scores)` returns them
-    (drop_intermediate, a first threshold of +inf; tests compare bit for bit), without importing
-    sklearn (several seconds for the stage that needs only this)."""
+    """(fpr, tpr, thresholds): `sklearn.metrics.roc_curve(labels, scores)` after checking the input."""
     y = _as_binary_labels(labels)
     s = np.asarray(scores, dtype=float)
     if s.shape != y.shape or s.ndim != 1:
@@ -84,30 +95,10 @@ def roc_curve(labels: Any, scores: Any) -> tuple[np.ndarray, np.ndarray, np.ndar
         raise ValueError("scores contain NaN or infinite values")
     if not y.any() or y.all():
         raise UndefinedStatistic(f"a ROC curve needs both classes (n_pos={int(y.sum())}, n_neg={int((~y).sum())})")
-    order = np.argsort(s, kind="stable")[::-1]
-    ys, ss = y[order].astype(np.float64), s[order]
-    idx = np.r_[np.flatnonzero(np.diff(ss)), ss.size - 1]
-    tps = np.cumsum(ys, dtype=np.float64)[idx]  # integers, exact: the order inside a tie does not matter
-    fps = 1 + idx.astype(np.float64) - tps
-    thresholds = ss[idx]
-    if fps.shape[0] > 2:
-        keep = np.flatnonzero(np.r_[True, np.logical_or(np.diff(fps, 2), np.diff(tps, 2)), True])
-        fps, tps, thresholds = fps[keep], tps[keep], thresholds[keep]
-    tps, fps = np.r_[0.0, tps], np.r_[0.0, fps]
-    return fps / fps[-1], tps / tps[-1], np.r_[np.inf, thresholds.astype(np.float64)]
+    from sklearn.metrics import roc_curve as sk_roc_curve
 
-
-def average_ranks(values: np.ndarray) -> np.ndarray:
-    """1-based ranks, ties given their average: `scipy.stats.rankdata(values)` (method 'average'), the
-    same floats (tests compare), without importing scipy.stats (about 1 s for every stage that imports this)."""
-    v = np.asarray(values)
-    order = np.argsort(v, kind="mergesort")
-    ranked = v[order]
-    first = np.r_[True, ranked[1:] != ranked[:-1]]  # start of each run of equal values
-    dense = np.empty(v.shape[0], dtype=np.intp)
-    dense[order] = first.cumsum()
-    bounds = np.r_[np.flatnonzero(first), v.shape[0]]
-    return 0.5 * (bounds[dense] + bounds[dense - 1] + 1)
+    fpr, tpr, thresholds = sk_roc_curve(y, s)
+    return fpr, tpr, thresholds
 
 
 @dataclass(frozen=True)
@@ -149,110 +140,23 @@ class BootstrapResult:
         }
 
 
-def _cluster_index(frame: pd.DataFrame, cluster: str) -> list[np.ndarray]:
-    """Row positions per cluster, clusters in sorted order so row order does not change draws."""
-    if cluster not in frame.columns:
-        raise ValueError(f"cluster column '{cluster}' not in frame")
-    keys = frame[cluster]
-    if keys.isna().any():
-        raise ValueError(f"cluster column '{cluster}' contains missing values")
-    codes, uniques = pd.factorize(keys, sort=True)
-    order = np.argsort(codes, kind="stable")
-    bounds = np.cumsum(np.bincount(codes, minlength=len(uniques)))[:-1]
-    return np.split(order, bounds)
-
-
-def _statistic_value(statistic: Callable[[pd.DataFrame], float], data: pd.DataFrame) -> float:
-    """Statistic as float; NaN when it is undefined on this data."""
-    try:
-        value = float(statistic(data))
-    except UndefinedStatistic:
-        return math.nan
-    return value if math.isfinite(value) else math.nan
-
-
-def clustered_bootstrap(
-    frame: pd.DataFrame,
-    cluster: str,
-    statistic: Callable[[pd.DataFrame], float],
-    n_resamples: int = 2000,
-    seed: int = 0,
-    ci: float = 0.95,
-) -> BootstrapResult:
-    """Percentile CI for ``statistic`` by resampling whole clusters with replacement.
-
-    Each resample draws as many clusters as there are, concatenates their rows (a cluster drawn
-    twice appears twice) and recomputes the statistic. Resamples where it is undefined
-    (UndefinedStatistic raised, or a non-finite value) are skipped and counted. The estimate
-    itself is computed on ``frame`` and must be defined.
-    """
-    if not isinstance(frame, pd.DataFrame):
-        raise TypeError("frame must be a pandas DataFrame")
-    if len(frame) == 0:
-        raise ValueError("frame is empty")
-    if not (isinstance(n_resamples, (int, np.integer)) and n_resamples >= 1):
-        raise ValueError(f"n_resamples must be a positive integer, got {n_resamples!r}")
-    if not (0.0 < ci < 1.0):
-        raise ValueError(f"ci must be in (0, 1), got {ci!r}")
-    groups = _cluster_index(frame, cluster)
-    estimate = float(statistic(frame))
-    if not math.isfinite(estimate):
-        raise UndefinedStatistic(f"statistic is not finite on the full data ({estimate})")
-
-    rng = np.random.default_rng(seed)
-    k = len(groups)
-    draws = np.full(int(n_resamples), np.nan)
-    for i in range(int(n_resamples)):
-        picked = rng.integers(0, k, size=k)
-        rows = np.concatenate([groups[j] for j in picked])
-        draws[i] = _statistic_value(statistic, frame.iloc[rows])
-
-    valid = draws[~np.isnan(draws)]
-    if valid.size:
-        alpha = (1.0 - ci) / 2.0
-        lo, hi = np.percentile(valid, [100.0 * alpha, 100.0 * (1.0 - alpha)])
-        share = float(np.mean(valid > 0))
-    else:
-        lo = hi = share = math.nan
-    return BootstrapResult(
-        estimate=estimate,
-        ci_low=float(lo),
-        ci_high=float(hi),
-        ci=float(ci),
-        n_resamples=int(n_resamples),
-        n_valid=int(valid.size),
-        share_positive=share,
-        seed=int(seed),
-        n_clusters=k,
-        draws=valid,
-    )
-
-
-def auc_statistic(score: str, label: str) -> Callable[[pd.DataFrame], float]:
-    """Statistic for clustered_bootstrap: AUC of column ``score`` against column ``label``."""
-
-    def stat(df: pd.DataFrame) -> float:
-        return auc(df[score].to_numpy(), df[label].to_numpy())
-
-    return stat
-
-
 # ---------------------------------------------------------------------------------------------
 # Fast task-clustered bootstraps.
 #
-# A clustered resample is fully described by how often each cluster was drawn. The functions
-# below draw exactly the same clusters as `clustered_bootstrap` (same generator, same calls),
-# turn each resample into a vector of cluster counts and compute the statistic from per-cluster
-# aggregates weighted by those counts. The result equals `clustered_bootstrap` on the same data
-# and seed (tests check this) at a fraction of the cost, which is what makes 2,000 resamples of
-# 20,000 trajectories affordable.
+# A clustered resample is fully described by how often each cluster was drawn: resample i draws
+# k clusters with replacement (`rng.integers(0, k, size=k)` of `numpy.random.default_rng(seed)`,
+# clusters in sorted order) and becomes a vector of cluster counts. The statistic is computed from
+# per-cluster aggregates weighted by those counts; the rows of a resample are every row of cluster j
+# repeated counts[i, j] times, which is how tests/test_stats_library.py expands each resample and
+# checks each draw against the library. That is what makes 2,000 resamples of 20,000 trajectories
+# affordable.
 # ---------------------------------------------------------------------------------------------
 
 _CHUNK_CELLS = 4_000_000  # resamples x cells per block: bounds memory of the vectorized draws
 
 
 def cluster_codes(keys: Any, name: str = "cluster") -> tuple[np.ndarray, int]:
-    """Integer code per row (clusters in sorted order, as `clustered_bootstrap` indexes them)."""
+    """Integer code per row (clusters in sorted order, so row order does not change the draws)."""
     keys = pd.Series(keys)
     if keys.isna().any():
         raise ValueError(f"{name} column contains missing values")
@@ -261,7 +165,7 @@ def cluster_codes(keys: Any, name: str = "cluster") -> tuple[np.ndarray, int]:
 
 
 def resample_counts(n_clusters: int, n_resamples: int, seed: int) -> np.ndarray:
-    """(n_resamples, n_clusters) draw counts; resample i draws the same clusters as in clustered_bootstrap.
+    """(n_resamples, n_clusters) draw counts: row i counts the k clusters resample i draws with replacement.
 
     The matrix depends only on (clusters, resamples, seed), so it is drawn once and shared (read-only)
     by every arm and statistic bootstrapped over the same cluster set within a process.
@@ -381,7 +285,7 @@ class _AucCells:
         cluster matrix M (positives of cluster k over negatives of cluster k', ties half), so each
         resample costs K^2 instead of one pass over every cell. All terms are integers or halves,
         summed exactly in float64, so the result is bit-identical to the cell-by-cell sum
-        (`auc_by_cells`, kept as the reference; tests compare both)."""
+        (`auc_by_cells`, the path taken when M would be too large; tests compare both, and both with sklearn)."""
         weights = np.atleast_2d(weights)
         key = self._key(weights)
         cached = _AUC_DRAWS.get(key)
@@ -439,7 +343,7 @@ class _AucCells:
         return m
 
     def auc_by_cells(self, weights: np.ndarray) -> np.ndarray:
-        """AUC per row of cluster weights (R, K) from per-level sums over the cells (the reference path)."""
+        """AUC per row of cluster weights (R, K) from per-level sums over the cells (when the pair matrix is too large)."""
         weights = np.atleast_2d(weights)
         out = np.empty(weights.shape[0])
         for sl in _chunks(weights.shape[0], self.cluster.size):
@@ -456,7 +360,7 @@ class _AucCells:
 
 def clustered_auc_bootstrap(frame: pd.DataFrame, score: str, label: str, cluster: str, n_resamples: int = 2000,
                             seed: int = 0, ci: float = 0.95) -> BootstrapResult:
-    """Same result as clustered_bootstrap(frame, cluster, auc_statistic(score, label), ...), vectorized."""
+    """AUC (sklearn's) with a task-clustered percentile CI; each draw is the AUC of one resample's rows."""
     for col in (score, label, cluster):
         if col not in frame.columns:
             raise ValueError(f"column '{col}' not in frame")
@@ -482,7 +386,7 @@ def paired_delta_auc(
     """AUC(score_a) - AUC(score_b) on identical rows, both AUCs from the same clustered resamples.
 
     Pairing cancels the shared task noise, so the delta CI is much tighter than comparing
-    two independent CIs. Equals clustered_bootstrap with the delta statistic (vectorized).
+    two independent CIs. Each draw is roc_auc_score(a) - roc_auc_score(b) on one resample's rows.
     """
     for col in (score_a, score_b, label, cluster):
         if col not in frame.columns:
@@ -532,7 +436,7 @@ def clustered_mean_difference(values: Any, labels: Any, clusters: Any, n_resampl
 
 
 class _RankPlan:
-    """Sorted order and tie groups of one variable, for average ranks under integer row weights."""
+    """Sorted order and tie groups of one variable (rows with equal values share their average rank)."""
 
     def __init__(self, x: np.ndarray):
         self.order = np.argsort(x, kind="stable")
@@ -544,21 +448,13 @@ class _RankPlan:
         self.group = np.empty_like(self.group_sorted)
         self.group[self.order] = self.group_sorted
 
-    def ranks(self, w: np.ndarray) -> np.ndarray:
-        """Average ranks (1-based, ties averaged) of each row when row i appears w[:, i] times."""
-        ws = w[:, self.order]
-        g = np.add.reduceat(ws, self.starts, axis=1)
-        below = np.cumsum(g, axis=1) - g
-        avg = below + (g + 1.0) / 2.0
-        return avg[:, self.group]
-
 
 class _ClusterRanks:
     """Average ranks when every row of cluster k appears counts[r, k] times, from tie-group x cluster counts.
 
     The weight of a tie group is counts @ T (T[k, g]: rows of cluster k in tie group g), a sparse
     product instead of gathering and summing R x N row weights; all sums are of integers, so the
-    ranks are exactly `_RankPlan.ranks(counts[:, codes])` (tests compare both)."""
+    ranks are exactly `scipy.stats.rankdata` of the resample's rows (tests compare)."""
 
     def __init__(self, plan: _RankPlan, codes: np.ndarray, n_clusters: int):
         from scipy.sparse import csr_matrix
@@ -574,9 +470,6 @@ class _ClusterRanks:
         below = np.cumsum(g, axis=1) - g
         return g, below + (g + 1.0) / 2.0
 
-    def ranks(self, counts: np.ndarray) -> np.ndarray:
-        return self.group_ranks(counts)[1][:, self.group]
-
 
 class _JointGroups:
     """Spearman draws from tie groups: rows with the same (x tie group, y tie group) share their ranks.
@@ -584,8 +477,8 @@ class _JointGroups:
     A resample's weighted Pearson sums over rows are sums over tie groups (means, variances) and
     over distinct (x group, y group) pairs (covariance), so each resample costs the number of
     distinct values and pairs instead of the number of rows. The group weights are exact integer
-    sums; only the order of the floating-point sums differs from the row-by-row path
-    (`_spearman_draws_by_rows`, kept as the reference; tests compare both to 1e-12)."""
+    sums; only the order of the floating-point sums differs from `scipy.stats.spearmanr` on the
+    resample's rows (tests compare every draw to 1e-12)."""
 
     def __init__(self, xa: np.ndarray, ya: np.ndarray, codes: np.ndarray, n_clusters: int):
         from scipy.sparse import csr_matrix
@@ -614,31 +507,15 @@ class _JointGroups:
                 va = ((gx * dx) * dx).sum(axis=1)
                 vb = ((gy * dy) * dy).sum(axis=1)
                 r = cov / np.sqrt(va * vb)
-            scale = tot ** 3  # the same undefined-resample rule as _weighted_pearson
+            # undefined: a variable constant in the resample (its ranks differ from their mean only by rounding)
+            scale = tot ** 3
             bad = (va <= 1e-12 * scale) | (vb <= 1e-12 * scale) | (tot < 2)
             out[sl] = np.where(bad, np.nan, np.clip(r, -1.0, 1.0))
         return out
 
 
-def _weighted_pearson(a: np.ndarray, b: np.ndarray, w: np.ndarray) -> np.ndarray:
-    tot = w.sum(axis=1, keepdims=True)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        ma = (w * a).sum(axis=1, keepdims=True) / tot
-        mb = (w * b).sum(axis=1, keepdims=True) / tot
-        da, db = a - ma, b - mb
-        wda, wdb = w * da, w * db  # (w * da) * db is what w * da * db evaluates: same bits, fewer passes
-        cov = (wda * db).sum(axis=1)
-        va = (wda * da).sum(axis=1)
-        vb = (wdb * db).sum(axis=1)
-        r = cov / np.sqrt(va * vb)
-    # relative tolerance: ranks of a constant sample differ from their mean only by rounding
-    scale = (tot[:, 0] ** 3)
-    bad = (va <= 1e-12 * scale) | (vb <= 1e-12 * scale) | (tot[:, 0] < 2)
-    return np.where(bad, np.nan, np.clip(r, -1.0, 1.0))
-
-
 def spearman(x: Any, y: Any) -> float:
-    """Spearman's rho (Pearson correlation of average ranks); UndefinedStatistic if either is constant."""
+    """Spearman's rho, `scipy.stats.spearmanr(x, y).statistic`; UndefinedStatistic if either is constant."""
     xa, ya = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if xa.ndim != 1 or xa.shape != ya.shape:
         raise ValueError(f"x and y must be one-dimensional and of equal length, got {xa.shape} and {ya.shape}")
@@ -646,52 +523,22 @@ def spearman(x: Any, y: Any) -> float:
         raise ValueError("x or y contains NaN; drop those rows first")
     if xa.size < 2:
         raise UndefinedStatistic("Spearman's rho needs at least two observations")
-    w = np.ones((1, xa.size))
-    r = _weighted_pearson(_RankPlan(xa).ranks(w), _RankPlan(ya).ranks(w), w)[0]
-    if not math.isfinite(r):
+    if (xa == xa[0]).all() or (ya == ya[0]).all():
         raise UndefinedStatistic("Spearman's rho is undefined when a variable is constant")
-    return float(r)
+    from scipy.stats import spearmanr
 
-
-def weighted_spearman(x: Any, y: Any, weights: Any) -> np.ndarray:
-    """Spearman's rho of the sample in which row i appears weights[r, i] times, for each row r of weights.
-
-    Equals scipy.stats.spearmanr on the expanded sample; NaN where a variable is constant.
-    """
-    xa, ya = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    w = np.atleast_2d(np.asarray(weights, dtype=float))
-    return _weighted_spearman_plans(_RankPlan(xa), _RankPlan(ya), w)
-
-
-def _weighted_spearman_plans(px: _RankPlan, py: _RankPlan, w: np.ndarray) -> np.ndarray:
-    """weighted_spearman with the rank plans built once (they depend on x and y only, not on the weights)."""
-    xa = px.order
-    out = np.empty(w.shape[0])
-    for sl in _chunks(w.shape[0], xa.size * 4):
-        ws = w[sl]
-        out[sl] = _weighted_pearson(px.ranks(ws), py.ranks(ws), ws)
-    return out
+    return float(spearmanr(xa, ya).statistic)
 
 
 def clustered_spearman_bootstrap(x: Any, y: Any, clusters: Any, n_resamples: int = 2000, seed: int = 0,
                                  ci: float = 0.95) -> BootstrapResult:
-    """Spearman's rho with a cluster (task) bootstrap percentile CI; same draws as clustered_bootstrap."""
+    """Spearman's rho (scipy's) with a cluster (task) bootstrap percentile CI; each draw is spearmanr of one resample's rows."""
     estimate = spearman(x, y)
     codes, k = cluster_codes(clusters)
     counts = resample_counts(k, n_resamples, seed)
     xa, ya = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     draws = _JointGroups(xa, ya, codes, k).draws(counts)
     return bootstrap_result(estimate, draws, ci=ci, n_resamples=n_resamples, seed=seed, n_clusters=k)
-
-
-def _spearman_draws_by_rows(xa: np.ndarray, ya: np.ndarray, codes: np.ndarray, k: int, counts: np.ndarray) -> np.ndarray:
-    """Reference path of the Spearman draws: ranks gathered to rows, weighted Pearson over every row."""
-    draws = np.empty(counts.shape[0])
-    rx, ry = _ClusterRanks(_RankPlan(xa), codes, k), _ClusterRanks(_RankPlan(ya), codes, k)
-    for sl in _chunks(counts.shape[0], xa.size * 4):
-        c = counts[sl].astype(float)
-        draws[sl] = _weighted_pearson(rx.ranks(c), ry.ranks(c), c[:, codes])
-    return draws
 
 
 # ---------------------------------------------------------------------------------------------
@@ -760,16 +607,31 @@ class _AlphaParts:
         return np.where(b > tol, out, np.nan)
 
 
+KRIPPENDORFF_MAX_CELLS = 25_000_000
+"""Largest units x values x values that `krippendorff.alpha` is asked for. The package builds its coincidence
+matrix from (units, V, V) arrays (three of them, float64): 25 million cells are 200 MB each. Above that (interval
+scores take hundreds of distinct values: 6,000 units x 1,001 values asked for 44.8 GiB) alpha comes from the
+per-cluster sums of `_AlphaParts`, the same formula that every bootstrap draw uses and that the tests check
+against the package on every resample."""
+
+
 def krippendorff_alpha(data: Any, level: str = "interval") -> float:
-    """Krippendorff's alpha of a coders x units matrix (NaN = missing). UndefinedStatistic without variation."""
+    """Krippendorff's alpha of a coders x units matrix (NaN = missing): `krippendorff.alpha(data,
+    level_of_measurement=level)` (up to KRIPPENDORFF_MAX_CELLS, see there). UndefinedStatistic without a
+    pairable unit or without variation among the pairable values (the package would divide by zero)."""
     arr = np.asarray(data, dtype=float)
     parts = _AlphaParts(arr, level, np.zeros(arr.shape[1] if arr.ndim == 2 else 0, dtype=np.int64), 1)
     if parts.n_units == 0:
         raise UndefinedStatistic("alpha needs at least one unit coded by two or more coders")
-    value = float(parts.alpha(np.ones(1))[0])
-    if not math.isfinite(value):
+    own = float(parts.alpha(np.ones(1))[0])
+    if not math.isfinite(own):
         raise UndefinedStatistic("alpha is undefined: all pairable values are identical (no expected disagreement)")
-    return value
+    n_values = np.unique(arr[~np.isnan(arr)]).size
+    if arr.shape[1] * n_values * n_values > KRIPPENDORFF_MAX_CELLS:
+        return own
+    import krippendorff
+
+    return float(krippendorff.alpha(reliability_data=arr, level_of_measurement=level))
 
 
 def alpha_bootstrap(data: Any, unit_clusters: Any, level: str = "interval", n_resamples: int = 2000, seed: int = 0,
@@ -820,20 +682,11 @@ def reliability_matrix(frame: pd.DataFrame, unit: str | list[str], coder: str, v
 # ---------------------------------------------------------------------------------------------
 
 
-WILCOXON_EXACT_MAX = 50
-"""scipy.stats.wilcoxon (method 'auto'): the exact null distribution up to 50 differences without ties
-or zeros; above, the normal approximation."""
-WILCOXON_PERMUTATION_MAX = 13
-"""With ties or zeros, scipy enumerates every sign flip (2**n <= its 9,999 permutations) up to 13."""
-
-
 def signed_rank_test(deltas: Any) -> dict[str, Any]:
-    """Two-sided Wilcoxon signed-rank test of paired differences, zeros dropped ('wilcox').
-
-    The result of `scipy.stats.wilcoxon(d, zero_method="wilcox")` with its default method 'auto'
-    (exact distribution, exact sign-flip enumeration, or normal approximation; see `_wilcoxon_p`),
-    computed here without importing scipy.stats (over a second in every stage process that needs it;
-    tests compare with scipy). Returns a JSON-ready dict; p is None with a reason when the test is
+    """Two-sided Wilcoxon signed-rank test of paired differences, zeros dropped ('wilcox'):
+    `scipy.stats.wilcoxon(d, zero_method="wilcox")` with its default method 'auto' (the exact
+    distribution, sign-flip enumeration, or the normal approximation, as scipy chooses).
+    NaN differences are left out. Returns a JSON-ready dict; p is None with a reason when the test is
     undefined (no non-zero delta).
     """
     d = np.asarray(deltas, dtype=float)
@@ -842,91 +695,17 @@ def signed_rank_test(deltas: Any) -> dict[str, Any]:
     if out["n_nonzero"] == 0:
         out["skipped"] = "no non-zero difference" if d.size else "no pairs"
         return out
-    statistic, p = _wilcoxon_p(d)
-    out["statistic"] = statistic
-    out["p_value"] = p
+    from scipy.stats import wilcoxon
+
+    res = wilcoxon(d, zero_method="wilcox")
+    out["statistic"] = float(res.statistic)
+    out["p_value"] = float(res.pvalue)
     return out
 
 
-def _wilcoxon_p(d: np.ndarray) -> tuple[float, float]:
-    """(min(W+, W-), two-sided p) as scipy 1.17's wilcoxon computes them, step for step, so the floats
-    are the same: W+ sums the average ranks of |d| over positive d, zeros left out of the ranking.
-
-    * no ties and no zeros, n <= 50: the exact distribution of W+ (scipy's float recursion and sums);
-    * ties or zeros, n <= 13 (n counts zeros): every one of the 2**n sign flips, p = share of flips at
-      least as extreme (counts over a power of two: exact);
-    * otherwise: z = (W+ - mean) / sd with the tie correction, p = 2 * Phi(-|z|), no continuity correction.
-    """
-    nonzero = d[d != 0]
-    a = np.abs(nonzero)
-    ranks = average_ranks(a)
-    _, ties = np.unique(a, return_counts=True)
-    w_plus = float(ranks[nonzero > 0].sum())
-    w_minus = float(ranks[nonzero < 0].sum())
-    statistic = min(w_plus, w_minus)
-    n, m = d.size, nonzero.size
-    has_ties = bool((ties > 1).any())
-    zeros = n > m
-    if n <= WILCOXON_EXACT_MAX and not (has_ties or zeros):
-        pmf = _wilcoxon_pmf(n)
-        mean = n * (n + 1) / 4
-        p = 2 * min(_wilcoxon_sf(pmf, math.floor(w_plus), mean), _wilcoxon_cdf(pmf, math.ceil(w_plus), mean))
-        return statistic, float(min(max(p, 0.0), 1.0))
-    if n <= WILCOXON_PERMUTATION_MAX:
-        # W+ over all sign patterns of the non-zero differences, in half-rank units (integers);
-        # each zero doubles every pattern, which cancels in the shares
-        doubled = np.rint(2 * ranks).astype(np.int64)
-        counts = np.zeros(int(doubled.sum()) + 1, dtype=np.int64)
-        counts[0] = 1
-        for r in doubled:
-            counts[r:] = counts[r:] + counts[: counts.size - r].copy()
-        observed = int(round(2 * w_plus))
-        total = float(2 ** n)
-        scale = 2 ** (n - m)
-        less = float(int(counts[: observed + 1].sum()) * scale) / total
-        greater = float(int(counts[observed:].sum()) * scale) / total
-        return statistic, float(min(max(min(less, greater) * 2, 0.0), 1.0))
-    from scipy.special import ndtr  # scipy.special alone imports in a fraction of scipy.stats' time
-
-    count = float(m)
-    mn = count * (count + 1.0) * 0.25
-    se = count * (count + 1.0) * (2.0 * count + 1.0)
-    t = ties.astype(np.float64)
-    tie_correct = float(np.sum(t ** 3 - t))
-    se = math.sqrt((se - tie_correct / 2) / 24)
-    z = (w_plus - mn) / se
-    return statistic, float(2 * ndtr(-abs(z)))
-
-
-@functools.lru_cache(maxsize=64)
-def _wilcoxon_pmf(n: int) -> np.ndarray:
-    """P(W+ = r), r = 0..n(n+1)/2, by scipy's recursion (`_get_wilcoxon_distr`), the same floats."""
-    c = np.ones(1, dtype=np.float64)
-    for k in range(1, n + 1):
-        prev = c
-        c = np.zeros(k * (k + 1) // 2 + 1, dtype=np.float64)
-        m = len(prev)
-        c[:m] = prev * 0.5
-        c[-m:] += prev * 0.5
-    c.setflags(write=False)
-    return c
-
-
-def _wilcoxon_cdf(pmf: np.ndarray, k: int, mean: float) -> float:
-    return float(pmf[: k + 1].sum()) if k <= mean else float(1 - pmf[k + 1:].sum())
-
-
-def _wilcoxon_sf(pmf: np.ndarray, k: int, mean: float) -> float:
-    return float(pmf[k:].sum()) if k <= mean else float(1 - pmf[:k].sum())
-
-
 def sign_test(deltas: Any) -> dict[str, Any]:
-    """Counts of positive / negative / zero differences and the exact two-sided sign test.
-
-    p = min(1, 2 * P(X <= min(k, n - k))), X ~ Binomial(n, 1/2), in exact integer arithmetic: what
-    `scipy.stats.binomtest(k, n, 0.5)` computes (to its float rounding; tests compare), without
-    importing scipy.stats.
-    """
+    """Counts of positive / negative / zero differences and the exact two-sided sign test:
+    `scipy.stats.binomtest(higher, higher + lower, 0.5).pvalue` (ties left out)."""
     d = np.asarray(deltas, dtype=float)
     d = d[~np.isnan(d)]
     higher, lower = int((d > 0).sum()), int((d < 0).sum())
@@ -935,21 +714,10 @@ def sign_test(deltas: Any) -> dict[str, Any]:
     if higher + lower == 0:
         out["skipped"] = "no untied pair" if d.size else "no pairs"
         return out
-    out["p_value"] = binomial_two_sided_half(higher, higher + lower)
+    from scipy.stats import binomtest
+
+    out["p_value"] = float(binomtest(higher, higher + lower, 0.5).pvalue)
     return out
-
-
-def binomial_two_sided_half(k: int, n: int) -> float:
-    """Exact two-sided binomial test p-value of k successes in n trials at p = 1/2 (binomtest's rule:
-    outcomes no more likely than k; at p = 1/2 those are the two tails), correctly rounded."""
-    from fractions import Fraction
-
-    if not 0 <= k <= n or n < 1:
-        raise ValueError(f"need 0 <= k <= n and n >= 1, got k={k}, n={n}")
-    if 2 * k == n:
-        return 1.0
-    tail = sum(math.comb(n, i) for i in range(min(k, n - k) + 1))
-    return float(min(Fraction(1), Fraction(2 * tail, 2 ** n)))
 
 
 def preference_agreement(score_a: Any, score_b: Any, preferred: Any) -> dict[str, Any]:

@@ -1,0 +1,45 @@
+"""The command line a benchmark records in its result, written so that anyone can rerun it.
+
+An argument that is an absolute path inside the repository is written relative to it; one outside
+(a scratch folder, another clone, a temporary output) is replaced by a placeholder named after its
+option (`--workdir /tmp/x` -> `--workdir WORKDIR`, `--out /tmp/r.json` -> `--out OUT`): that folder
+is the machine's, not the benchmark's (tests/test_no_machine_paths.py scans the committed results).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _placeholder(option: str | None) -> str:
+    if not option:
+        return "PATH"
+    return option.lstrip("-").split("=", 1)[0].replace("-", "_").upper() or "PATH"
+
+
+def portable_arg(arg: str, option: str | None = None, root: Path = ROOT) -> str:
+    """``arg`` as it may be written in a committed result (see the module docstring)."""
+    if "=" in arg and arg.startswith("--"):
+        name, value = arg.split("=", 1)
+        return f"{name}={portable_arg(value, name, root)}"
+    if not os.path.isabs(arg):
+        return arg
+    path = Path(os.path.normpath(arg))
+    try:
+        return path.relative_to(root.resolve()).as_posix() or "."
+    except ValueError:
+        return _placeholder(option)
+
+
+def command_line(script: str, argv: Sequence[str], root: Path = ROOT) -> str:
+    """`python SCRIPT ARGS` with every absolute path made portable; ``script`` is relative to the repository."""
+    out: list[str] = []
+    previous: str | None = None
+    for arg in argv:
+        out.append(portable_arg(arg, previous if previous and previous.startswith("-") else None, root))
+        previous = arg
+    return " ".join(["python", script, *out])

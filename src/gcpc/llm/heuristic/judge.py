@@ -7,6 +7,13 @@ Rules (summarised in docs/heuristic-provider.md):
     system events are never evidence, so a claim the agent only states earns nothing.
   * A line that addresses an evaluator, judge or grader is data aimed at the judge, not displayed
     state: it is never evidence (the judging prompts tell an LLM to ignore such text; this is the rule).
+  * Evidence is achieved state (`not_state_lines`): in a diff, a removed line (`-`) and an unchanged
+    context line are never evidence (only added `+` lines show what the files now hold); a listing
+    of program source (SOURCE_SUFFIXES; the output of `cat`, `nl`, `sed -n`, `head`, `tail`, `grep` ...
+    and nothing else, or a file-content event) of a file the agent had not changed before is never
+    evidence (reading
+    code is not doing it); and an anchor inside text the agent wrote into a program and then
+    printed (`print("SUCCESS: ...")`, authorship.program_literals) is not a mention.
   * A line mentioning an anchor is contrary when its event is an error result or the rest of the
     line (the anchor itself removed, so `Restart=on-failure` is not a failure) reads as a failure
     (traceback, error, no such file, not found, failed, ...); otherwise it shows the anchor as state.
@@ -25,7 +32,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from gcpc.corpus.authorship import Restatement
+from gcpc.corpus.authorship import Restatement, program_literals, shell_tokens
 from gcpc.llm.heuristic.tokens import concrete_tokens
 
 EVIDENCE_KINDS = {"tool_output", "file_content"}
@@ -39,6 +46,116 @@ CONTRARY = re.compile(
 ADDRESSED_TO_EVALUATOR = re.compile(r"\b(?:evaluators?|judges?|graders?)\b", re.IGNORECASE)
 
 
+_DISPLAY = frozenset({"cat", "nl", "head", "tail", "sed", "less", "more", "grep", "egrep", "fgrep", "rg", "ag", "awk",
+                      "bat", "view", "cd", "ls", "find", "wc", "sort", "uniq", "cut", "git", "echo", "true", "xargs"})
+"""Commands whose output only displays existing files (with `sed` only without -i, `git` only show/grep/blame/log)."""
+_WRITE_MARK = re.compile(r"sed\s+-i|perl\s+-[a-z]*i|>>?\s*\S|\btee\b|\.write\(|write_text\(|open\([^)]*['\"][wa]\+?['\"]|"
+                         r"\bpatch\b|git\s+(?:apply|checkout|stash|am)|\bmv\b|\bcp\b|str_replace|^(?:Write|Edit|MultiEdit|Create): ",
+                         re.M)
+_PATHLIKE = re.compile(r"[\w./-]*[\w-]\.[A-Za-z]{1,5}\b|(?:[\w.-]+/)+[\w.-]+")
+_GREP_PREFIX = re.compile(r"^([\w./-]+\.[A-Za-z]{1,5})[:-]\d+[:-]")
+SOURCE_SUFFIXES = frozenset("py pyx pyi c h cc cpp cxx hpp java js mjs ts jsx tsx go rs rb php pl pm scala kt swift jl lua cs "
+                            "r m f f90 hs ml ex exs erl clj".split())
+"""Extensions of program source: a listing of such a file the agent had not changed shows the code it read, not
+what it achieved. Data and output files (json, csv, txt, logs) stay evidence when displayed: they are state."""
+_NOT_STATE_MEMO: dict[int, tuple[list[dict[str, Any]], dict[int, set[int]], list[str]]] = {}
+
+
+def _basenames(text: str) -> set[str]:
+    return {m.group(0).rsplit("/", 1)[-1] for m in _PATHLIKE.finditer(text)}
+
+
+def _listing_files(call: str) -> set[str] | None:
+    """The files a call only displays (basenames), or None when it does more than display files."""
+    first, _, _ = call.partition("\n")
+    if first.startswith("Read: "):
+        return _basenames(first[6:])
+    cmd = re.sub(r"^(?:Bash(?: \([^\n]*?\))?: |\$ )", "", call)
+    if "<<" in cmd or _WRITE_MARK.search(cmd):
+        return None
+    try:
+        tokens = shell_tokens(cmd)
+    except ValueError:
+        return None
+    files: set[str] = set()
+    starting = True
+    for tok in tokens:
+        if tok in ("|", "&&", ";", "||"):
+            starting = True
+            continue
+        if starting:
+            if tok not in _DISPLAY:
+                return None
+            starting = False
+            continue
+        if not tok.startswith("-"):
+            files |= _basenames(tok)
+    return files or None
+
+
+def not_state_lines(events: list[dict[str, Any]]) -> tuple[dict[int, set[int]], list[str]]:
+    """(per evidence event index: line numbers that are not achieved state, program literals of the whole log):
+    removed and context lines of a diff; the lines of a listing of files the agent had not changed before it."""
+    memo = _NOT_STATE_MEMO.get(id(events))
+    if memo is not None and memo[0] is events:
+        return memo[1], memo[2]
+    out: dict[int, set[int]] = {}
+    literals: list[str] = []
+    changed: set[str] = set()
+    listing: set[str] | None = None
+    for ev in events:
+        kind, text = ev["kind"], ev["text"]
+        if kind == "tool_call":
+            if _WRITE_MARK.search(text) or "<<" in text:
+                changed |= _basenames(text)
+            literals += [lit for lit in program_literals(text) if lit not in literals]
+            listing = _listing_files(text)
+            continue
+        if kind not in EVIDENCE_KINDS:
+            continue
+        lines = text.splitlines()
+        drop: set[int] = set()
+        in_hunk = False
+        for n, line in enumerate(lines):
+            if line.startswith("@@") and "@@" in line[2:]:
+                in_hunk = True
+                drop.add(n)
+                continue
+            if line.startswith(("diff --git", "--- a/", "--- /", "+++ ", "index ")):
+                in_hunk = False
+                drop.add(n)
+                continue
+            if in_hunk:
+                if line.startswith(("-", " ", "\\")) or not line:
+                    drop.add(n)
+                elif not line.startswith("+"):
+                    in_hunk = False
+        if kind == "file_content" or listing is not None:
+            shown = listing if (listing is not None and kind != "file_content") else _basenames(text.partition("\n")[0])
+            for n, line in enumerate(lines):
+                m = _GREP_PREFIX.match(line.strip())
+                files = {m.group(1).rsplit("/", 1)[-1]} if m else shown
+                source = {f for f in files if f.rsplit(".", 1)[-1].lower() in SOURCE_SUFFIXES}
+                if source and not source <= changed:
+                    drop.add(n)
+        if kind == "tool_output":
+            listing = None
+        if drop:
+            out[ev["index"]] = drop
+    _NOT_STATE_MEMO.clear()
+    _NOT_STATE_MEMO[id(events)] = (events, out, literals)
+    return out, literals
+
+
+def without_literals(line: str, literals: list[str]) -> str:
+    """The lower-cased line with every program literal the agent wrote (and its program printed) removed."""
+    low = " ".join(line.lower().replace("`", "").replace("*", "").split())
+    for lit in literals:
+        if lit in low:
+            low = low.replace(lit, " ")
+    return low
+
+
 def anchors_of(text: str) -> list[str]:
     return [t for t in concrete_tokens(text) if not (t.isalpha() and len(t) < 5)]
 
@@ -49,10 +166,11 @@ def evidence_lines(events: list[dict[str, Any]], restated: Callable[[str], bool]
     leaving out lines that address an evaluator, judge or grader, lines the agent wrote itself
     (the event's `authored` line numbers: echoed, heredoc, a file it wrote read back) and lines that
     restate the task (`restated`)."""
+    not_state, _ = not_state_lines(events)
     for ev in events:
         if ev["kind"] not in EVIDENCE_KINDS:
             continue
-        authored = set(ev.get("authored") or ())
+        authored = set(ev.get("authored") or ()) | not_state.get(ev["index"], set())
         for n, line in enumerate(ev["text"].splitlines()):
             stripped = line.strip()
             if (stripped and n not in authored and not ADDRESSED_TO_EVALUATOR.search(stripped)
@@ -72,8 +190,10 @@ def mentions(events: list[dict[str, Any]], anchor: str, restated: Callable[[str]
              ) -> list[tuple[int, str, bool]]:
     """(event index, verbatim line, contrary?) for every evidence line that contains the anchor."""
     needle = anchor.lower()
+    _, literals = not_state_lines(events)
     return [(ev["index"], line, reads_as_failure(line, ev, needle))
-            for ev, line in evidence_lines(events, restated) if needle in line.lower()]
+            for ev, line in evidence_lines(events, restated)
+            if needle in line.lower() and (not literals or needle in without_literals(line, literals))]
 
 
 def anchor_states(anchors: list[str], events: list[dict[str, Any]], restated: Callable[[str], bool] | None = None

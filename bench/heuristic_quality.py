@@ -127,6 +127,7 @@ def measure(data: str, items_out: Path | None = None, shared: Path | None = None
     for arm_name, judgments in judged.items():
         cells = Counter()
         downgrades = Counter()
+        examples = []
         n_ok = n_ze = 0
         for j in judgments:
             if j.status != "ok":
@@ -135,6 +136,8 @@ def measure(data: str, items_out: Path | None = None, shared: Path | None = None
             for lab in j.labels:
                 if lab.downgraded:
                     downgrades[(lab.downgrade_reason or "").split(" [")[0].split(" in event")[0]] += 1
+                    examples.append({"trajectory_id": j.trajectory_id, "item_id": lab.item_id, "reason": lab.downgrade_reason,
+                                     "quotes": [(e.event_index, e.quote[:160]) for e in lab.evidence]})
             if is_zero_evidence(j.labels):
                 n_ze += 1
                 continue
@@ -147,7 +150,7 @@ def measure(data: str, items_out: Path | None = None, shared: Path | None = None
         st = {k: (None if not np.isfinite(v[0]) else round(float(v[0]), 4)) for k, v in iv_statistics(c).items()}
         out["arms"][arm_name] = {"n_judged": n_ok, "n_zero_evidence": n_ze, "n_items_with_truth": int(c.sum()),
                                  "cells": {k: cells[k] for k in CELLS}, **st,
-                                 "downgrades": dict(sorted(downgrades.items())), "n_downgraded": sum(downgrades.values())}
+                                 "downgrades": dict(sorted(downgrades.items())), "downgrade_examples": examples, "n_downgraded": sum(downgrades.values())}
     if items_out is not None:
         items_out.write_text("".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows), encoding="utf-8")
     return out

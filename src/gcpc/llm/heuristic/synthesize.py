@@ -359,9 +359,9 @@ def asks_for_behaviour(text: str) -> bool:
     """A deontic cue anywhere, or an imperative verb opening the unit or following a task lead-in."""
     if DEONTIC.search(text):
         return True
-    plain = _EMPHASIS.sub("", text).lstrip("`*_\"'( ")
+    plain = _EMPHASIS.sub("", text).lstrip("*_\"'( ")
     lead = _IMPERATIVE_LEAD.match(plain)
-    first = re.match(r"[A-Za-z]+", plain[lead.end():] if lead else plain)
+    first = re.match(r"[A-Za-z]+(?=[\s,])", plain[lead.end():] if lead else plain)  # a word, not `fit_transform`
     if first and first.group(0).lower() in _IMPERATIVE_VERBS:
         return True
     return any(m.group(1).lower() in _IMPERATIVE_VERBS or _CUES.fullmatch(m.group(1)) for m in _TASK_LEAD.finditer(text))

@@ -56,7 +56,7 @@ def composed_params(data: str) -> dict[str, Any]:
         return load_params(out)
 
 
-def measure(data: str, items_out: Path | None = None, shared: Path | None = None) -> dict[str, Any]:
+def measure(data: str, items_out: Path | None = None, shared: Path | None = None, labels_out: Path | None = None) -> dict[str, Any]:
     import gcpc
     from gcpc.analysis.item_validity import CELLS, statistics as iv_statistics
     from gcpc.corpus import population
@@ -124,6 +124,7 @@ def measure(data: str, items_out: Path | None = None, shared: Path | None = None
         "arms": {},
     }
     traj_of = {t.trajectory_id: t for t in trajs}
+    label_rows = []
     for arm_name, judgments in judged.items():
         cells = Counter()
         downgrades = Counter()
@@ -146,11 +147,16 @@ def measure(data: str, items_out: Path | None = None, shared: Path | None = None
                 truth = per_test_truth(lab, results)
                 if truth in ("Yes", "No"):
                     cells[truth[0] + lab.label[0]] += 1
+                    label_rows.append({"arm": arm_name, "trajectory_id": j.trajectory_id, "item_id": lab.item_id,
+                                       "text": lab.text, "truth": truth, "label": lab.label, "reason": lab.reason,
+                                       "evidence": [(e.event_index, e.quote[:200]) for e in lab.evidence]})
         c = np.array([[cells[k] for k in CELLS]], dtype=float)
         st = {k: (None if not np.isfinite(v[0]) else round(float(v[0]), 4)) for k, v in iv_statistics(c).items()}
         out["arms"][arm_name] = {"n_judged": n_ok, "n_zero_evidence": n_ze, "n_items_with_truth": int(c.sum()),
                                  "cells": {k: cells[k] for k in CELLS}, **st,
                                  "downgrades": dict(sorted(downgrades.items())), "downgrade_examples": examples, "n_downgraded": sum(downgrades.values())}
+    if labels_out is not None:
+        labels_out.write_text("".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in label_rows), encoding="utf-8")
     if items_out is not None:
         items_out.write_text("".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows), encoding="utf-8")
     return out
@@ -161,10 +167,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", required=True, help="a conf/data config name, e.g. swe-bench-verified or terminal-bench-1")
     ap.add_argument("--out", type=Path, help="write the JSON here (default: stdout only)")
     ap.add_argument("--shared", type=Path, help="the shared data folder when it is not ../shared/data (e.g. /work/shared/data)")
+    ap.add_argument("--labels", type=Path, help="write every item label with a per-test truth as JSON lines here")
     ap.add_argument("--items", type=Path, help="write every checklist item as JSON lines here")
     ns = ap.parse_args(argv)
     os.chdir(checkout())  # prompt paths in params are relative to the checkout
-    res = measure(ns.data, ns.items, ns.shared.resolve() if ns.shared else None)
+    res = measure(ns.data, ns.items, ns.shared.resolve() if ns.shared else None, ns.labels)
     text = json.dumps(res, indent=2, ensure_ascii=False, sort_keys=True)
     print(text)
     if ns.out:

@@ -58,18 +58,27 @@ SOURCE_SUFFIXES = frozenset("py pyx pyi c h cc cpp cxx hpp java js mjs ts jsx ts
                             "r m f f90 hs ml ex exs erl clj".split())
 """Extensions of program source: a listing of such a file the agent had not changed shows the code it read, not
 what it achieved. Data and output files (json, csv, txt, logs) stay evidence when displayed: they are state."""
-_NOT_STATE_MEMO: dict[int, tuple[list[dict[str, Any]], dict[int, set[int]], list[str]]] = {}
+_NOT_STATE_MEMO: dict[int, tuple[list[dict[str, Any]], dict[int, set[int]], list[str], dict[int, set[int]]]] = {}
 
 
 def _basenames(text: str) -> set[str]:
     return {m.group(0).rsplit("/", 1)[-1] for m in _PATHLIKE.finditer(text)}
 
 
+def _paths(text: str) -> set[str]:
+    return {m.group(0).lstrip("./") for m in _PATHLIKE.finditer(text)}
+
+
+def _is_changed(path: str, changed: set[str]) -> bool:
+    """The path (or a path it ends with, or that ends with it) was named by a call that writes files."""
+    return any(c == path or c.endswith("/" + path) or path.endswith("/" + c) for c in changed)
+
+
 def _listing_files(call: str) -> set[str] | None:
     """The files a call only displays (basenames), or None when it does more than display files."""
     first, _, _ = call.partition("\n")
     if first.startswith("Read: "):
-        return _basenames(first[6:])
+        return _paths(first[6:])
     cmd = re.sub(r"^(?:Bash(?: \([^\n]*?\))?: |\$ )", "", call)
     if "<<" in cmd or _WRITE_MARK.search(cmd):
         return None
@@ -89,17 +98,30 @@ def _listing_files(call: str) -> set[str] | None:
             starting = False
             continue
         if not tok.startswith("-"):
-            files |= _basenames(tok)
+            files |= _paths(tok)
     return files or None
 
 
 def not_state_lines(events: list[dict[str, Any]]) -> tuple[dict[int, set[int]], list[str]]:
     """(per evidence event index: line numbers that are not achieved state, program literals of the whole log):
     removed and context lines of a diff; the lines of a listing of files the agent had not changed before it."""
+    skip, literals, _ = _scan(events)
+    return skip, literals
+
+
+def code_lines(events: list[dict[str, Any]]) -> dict[int, set[int]]:
+    """Per evidence event: the lines that display program source and are kept as evidence (a diff's added
+    lines; a listing of source the agent changed). Their words (`Error`, `raise`, `except`) are code, so such a
+    line never reads as a failure."""
+    return _scan(events)[2]
+
+
+def _scan(events: list[dict[str, Any]]) -> tuple[dict[int, set[int]], list[str], dict[int, set[int]]]:
     memo = _NOT_STATE_MEMO.get(id(events))
     if memo is not None and memo[0] is events:
-        return memo[1], memo[2]
+        return memo[1], memo[2], memo[3]
     out: dict[int, set[int]] = {}
+    code: dict[int, set[int]] = {}
     literals: list[str] = []
     changed: set[str] = set()
     listing: set[str] | None = None
@@ -107,7 +129,7 @@ def not_state_lines(events: list[dict[str, Any]]) -> tuple[dict[int, set[int]], 
         kind, text = ev["kind"], ev["text"]
         if kind == "tool_call":
             if _WRITE_MARK.search(text) or "<<" in text:
-                changed |= _basenames(text)
+                changed |= _paths(text)
             literals += [lit for lit in program_literals(text) if lit not in literals]
             listing = _listing_files(text)
             continue
@@ -115,6 +137,7 @@ def not_state_lines(events: list[dict[str, Any]]) -> tuple[dict[int, set[int]], 
             continue
         lines = text.splitlines()
         drop: set[int] = set()
+        keep_code: set[int] = set()
         in_hunk = False
         for n, line in enumerate(lines):
             if line.startswith("@@") and "@@" in line[2:]:
@@ -128,23 +151,29 @@ def not_state_lines(events: list[dict[str, Any]]) -> tuple[dict[int, set[int]], 
             if in_hunk:
                 if line.startswith(("-", " ", "\\")) or not line:
                     drop.add(n)
-                elif not line.startswith("+"):
+                elif line.startswith("+"):
+                    keep_code.add(n)
+                else:
                     in_hunk = False
         if kind == "file_content" or listing is not None:
-            shown = listing if (listing is not None and kind != "file_content") else _basenames(text.partition("\n")[0])
+            shown = listing if (listing is not None and kind != "file_content") else _paths(text.partition("\n")[0])
             for n, line in enumerate(lines):
                 m = _GREP_PREFIX.match(line.strip())
-                files = {m.group(1).rsplit("/", 1)[-1]} if m else shown
+                files = {m.group(1).lstrip("./")} if m else shown
                 source = {f for f in files if f.rsplit(".", 1)[-1].lower() in SOURCE_SUFFIXES}
-                if source and not source <= changed:
+                if source and not all(_is_changed(f, changed) for f in source):
                     drop.add(n)
+                elif source:
+                    keep_code.add(n)
         if kind == "tool_output":
             listing = None
         if drop:
             out[ev["index"]] = drop
+        if keep_code - drop:
+            code[ev["index"]] = keep_code - drop
     _NOT_STATE_MEMO.clear()
-    _NOT_STATE_MEMO[id(events)] = (events, out, literals)
-    return out, literals
+    _NOT_STATE_MEMO[id(events)] = (events, out, literals, code)
+    return out, literals, code
 
 
 def without_literals(line: str, literals: list[str]) -> str:
@@ -160,8 +189,11 @@ def anchors_of(text: str) -> list[str]:
     return [t for t in concrete_tokens(text) if not (t.isalpha() and len(t) < 5)]
 
 
-def evidence_lines(events: list[dict[str, Any]], restated: Callable[[str], bool] | None = None
-                   ) -> Iterator[tuple[dict[str, Any], str]]:
+_NUMERIC = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+def evidence_lines(events: list[dict[str, Any]], restated: Callable[[str], bool] | None = None, numbered: bool = False
+                   ) -> Iterator[tuple[dict[str, Any], Any]]:
     """(event, stripped line) for every non-empty line of a tool output or file content, in log order,
     leaving out lines that address an evaluator, judge or grader, lines the agent wrote itself
     (the event's `authored` line numbers: echoed, heredoc, a file it wrote read back) and lines that
@@ -175,7 +207,7 @@ def evidence_lines(events: list[dict[str, Any]], restated: Callable[[str], bool]
             stripped = line.strip()
             if (stripped and n not in authored and not ADDRESSED_TO_EVALUATOR.search(stripped)
                     and not (restated is not None and restated(stripped))):
-                yield ev, stripped
+                yield ev, ((n, stripped) if numbered else stripped)
 
 
 def reads_as_failure(line: str, event: dict[str, Any], removed: str | None = None) -> bool:
@@ -190,10 +222,19 @@ def mentions(events: list[dict[str, Any]], anchor: str, restated: Callable[[str]
              ) -> list[tuple[int, str, bool]]:
     """(event index, verbatim line, contrary?) for every evidence line that contains the anchor."""
     needle = anchor.lower()
-    _, literals = not_state_lines(events)
-    return [(ev["index"], line, reads_as_failure(line, ev, needle))
-            for ev, line in evidence_lines(events, restated)
-            if needle in line.lower() and (not literals or needle in without_literals(line, literals))]
+    _, literals, code = _scan(events)
+    numeric = re.compile(rf"(?<![\w.]){re.escape(needle)}(?![\w]|\.\d)") if _NUMERIC.fullmatch(needle) else None
+    out = []
+    for ev, line in evidence_lines(events, restated, numbered=True):
+        n, line = line
+        low = line.lower()
+        if needle not in low or (numeric is not None and not numeric.search(low)):
+            continue
+        if literals and needle not in without_literals(line, literals):
+            continue
+        is_code = n in code.get(ev["index"], ())
+        out.append((ev["index"], line, False if is_code else reads_as_failure(line, ev, needle)))
+    return out
 
 
 def anchor_states(anchors: list[str], events: list[dict[str, Any]], restated: Callable[[str], bool] | None = None

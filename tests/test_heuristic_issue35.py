@@ -214,3 +214,23 @@ def test_rules_on_the_shared_swe_bench_runs():
                 lines = [n for n, line in enumerate(by_index[e["event_index"]]["text"].splitlines()) if line.strip() == e["quote"]]
                 assert any(n not in skip.get(e["event_index"], set()) for n in lines), (t.task_id, e)
     assert n_removed > 0 and n_listing > 0 and n_yes > 0, (n_removed, n_listing, n_yes)
+
+
+def test_quotes_fit_the_schema_verbatim_and_are_never_too_short_for_the_gate():
+    """A line longer than the schema's quote limit is quoted as a verbatim window around the anchor (a quote cut
+    with an ellipsis is not found in the event: issue 35 deviation 6); a line under 4 characters is not evidence."""
+    from gcpc.judging.evidence import gate_verdicts
+    from gcpc.llm.schemas import QUOTE_MAX_CHARS, ChecklistJudgment
+
+    long_line = "<dt id=\"x\">" + "<span class=\"pre\">a</span>" * 40 + "<code>add_lines</code>" + "<em>b</em>" * 30
+    evs = events(("tool_call", "cat _build/html/index.html"), ("tool_output", long_line), ("tool_output", "42"))
+    out = judge_checklist({"items": [{"item_id": "i01", "text": "The page documents `add_lines`"},
+                                     {"item_id": "i02", "text": "The answer is 42 exactly"}], "events": evs})
+    v, short = out["verdicts"]
+    assert v["label"] == "Yes" and len(v["evidence"][0]["quote"]) <= QUOTE_MAX_CHARS
+    assert "add_lines" in v["evidence"][0]["quote"] and v["evidence"][0]["quote"] in long_line
+    assert short["label"] == "Abstain"
+    model_events = [Event(index=e["index"], kind=EventKind(e["kind"]), text=e["text"], source=SRC) for e in evs]
+    labels = gate_verdicts(ChecklistJudgment.model_validate(out).verdicts, model_events,
+                           routes={"i01": "judge", "i02": "judge"}, test_refs={})
+    assert [lab.downgraded for lab in labels] == [False, False]

@@ -34,6 +34,7 @@ from typing import Any
 
 from gcpc.corpus.authorship import Restatement, program_literals, shell_tokens
 from gcpc.llm.heuristic.tokens import concrete_tokens
+from gcpc.llm.schemas import QUOTE_MAX_CHARS
 
 EVIDENCE_KINDS = {"tool_output", "file_content"}
 
@@ -185,6 +186,22 @@ def without_literals(line: str, literals: list[str]) -> str:
     return low
 
 
+QUOTE_WINDOW = QUOTE_MAX_CHARS - 20
+"""A quote is the verbatim line, or, for a longer line, the verbatim window of QUOTE_WINDOW characters around the
+anchor: the schema caps a quote at QUOTE_MAX_CHARS, and a quote cut with "…" is not found in the event by the
+evidence gate (the one SWE-bench downgrade of that kind, a 798-character HTML line)."""
+MIN_QUOTE_CHARS = 4
+"""Lines with fewer non-space characters are never evidence: the evidence gate refuses such quotes."""
+
+
+def quote_of(line: str, anchor: str | None = None) -> str:
+    if len(line) <= QUOTE_WINDOW:
+        return line
+    at = line.lower().find(anchor.lower()) if anchor else -1
+    start = 0 if at < 0 else max(0, min(at - (QUOTE_WINDOW - len(anchor or "")) // 2, len(line) - QUOTE_WINDOW))
+    return line[start:start + QUOTE_WINDOW].strip()
+
+
 def anchors_of(text: str) -> list[str]:
     return [t for t in concrete_tokens(text) if not (t.isalpha() and len(t) < 5)]
 
@@ -205,7 +222,7 @@ def evidence_lines(events: list[dict[str, Any]], restated: Callable[[str], bool]
         authored = set(ev.get("authored") or ()) | not_state.get(ev["index"], set())
         for n, line in enumerate(ev["text"].splitlines()):
             stripped = line.strip()
-            if (stripped and n not in authored and not ADDRESSED_TO_EVALUATOR.search(stripped)
+            if (len("".join(stripped.split())) >= MIN_QUOTE_CHARS and n not in authored and not ADDRESSED_TO_EVALUATOR.search(stripped)
                     and not (restated is not None and restated(stripped))):
                 yield ev, ((n, stripped) if numbered else stripped)
 
@@ -258,9 +275,9 @@ def judge_anchors(anchors: list[str], events: list[dict[str, Any]], restated: Ca
     shown, contrary = anchor_states(anchors, events, restated)
     if contrary:
         anchor, idx, line = contrary[0]
-        return "No", [{"event_index": idx, "quote": line}], f"The latest displayed mention of '{anchor}' is a failure."
+        return "No", [{"event_index": idx, "quote": quote_of(line, anchor)}], f"The latest displayed mention of '{anchor}' is a failure."
     if shown and len(shown) * 2 >= len(anchors):
-        evidence = [{"event_index": idx, "quote": line} for _, idx, line in shown[:3]]
+        evidence = [{"event_index": idx, "quote": quote_of(line, anchor)} for anchor, idx, line in shown[:3]]
         names = ", ".join(f"'{a}'" for a, _, _ in shown)
         return "Yes", evidence, f"Tool output or file content displays {names} ({len(shown)} of {len(anchors)} anchors)."
     return "Abstain", [], f"Only {len(shown)} of {len(anchors)} anchors appear in tool output or file content."

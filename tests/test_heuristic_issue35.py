@@ -234,3 +234,29 @@ def test_quotes_fit_the_schema_verbatim_and_are_never_too_short_for_the_gate():
     labels = gate_verdicts(ChecklistJudgment.model_validate(out).verdicts, model_events,
                            routes={"i01": "judge", "i02": "judge"}, test_refs={})
     assert [lab.downgraded for lab in labels] == [False, False]
+
+
+def test_failing_to_passing_tests_come_first_and_the_prompt_shows_the_role():
+    """SWE-bench declares FAIL_TO_PASS / PASS_TO_PASS in the task (its verifier spec, not a run's result): the
+    reader keeps it as each test's `role`, the generator's prompt shows it, and the heuristic references the
+    failing-to-passing tests first."""
+    from gcpc.corpus.swe_bench import read_tasks
+    from gcpc.synthesis.generate import SynthesisSettings, build_request
+
+    fixture = ROOT / "tests" / "fixtures" / "swe_bench"
+    calc = read_tasks(fixture / "instances.jsonl", "swe-bench-verified", root=[fixture])[0]
+    assert [(t.id, t.role) for t in calc.tests] == [("tests/test_calc.py::test_add_positive", "fail_to_pass"),
+                                                    ("tests/test_calc.py::TestAdd::test_add[2-3-5]", "fail_to_pass"),
+                                                    ("tests/test_calc.py::test_sub", "pass_to_pass")]
+    settings = SynthesisSettings(prompts_dir=ROOT / "prompts")
+    req = build_request(calc.instruction, calc.tests, llm_cfg={"provider": "heuristic", "model": "gcpc-heuristic-v1"},
+                        settings=settings, template=settings.template())
+    assert '<test id="tests/test_calc.py::test_sub" role="pass_to_pass">' in "".join(m.content for m in req.messages)
+    assert [t["role"] for t in req.inputs["tests"]] == ["fail_to_pass", "fail_to_pass", "pass_to_pass"]
+    # a test without a declared role is shown and recorded as before (no `role` key at all)
+    assert "role" not in calc.tests[0].model_copy(update={"role": None}).model_dump(mode="json")
+    tests = [{"id": "t.py::test_subtract_numbers_exactly", "source": "", "role": "pass_to_pass"},
+             {"id": "t.py::test_subtract_numbers", "source": "", "role": "pass_to_pass"},
+             {"id": "t.py::test_numbers_regression", "source": "", "role": "fail_to_pass"}]
+    (item,) = gen("The calculator must subtract numbers exactly.", tests)
+    assert item["test_refs"][0] == "t.py::test_numbers_regression"

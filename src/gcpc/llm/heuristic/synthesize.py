@@ -30,8 +30,9 @@ Rules (stated here once, summarised in docs/heuristic-provider.md):
     concrete tokens (three or more characters), or when its function name contains a distinctive
     word of the unit (same stem, seven or more letters, not a word every test name uses); its
     strength is the number of the unit's tokens in its source plus the number of distinctive
-    stems in its name plus the unit's identifier tokens its name contains; ties keep the verifier's
-    order (SWE-bench lists FAIL_TO_PASS before PASS_TO_PASS). Otherwise `judge` when the unit
+    stems in its name plus the unit's identifier tokens its name contains. Tests the verifier declares
+    failing-to-passing (`role: fail_to_pass`, SWE-bench's FAIL_TO_PASS) come first, then the strongest;
+    ties keep the verifier's order. Otherwise `judge` when the unit
     has no concrete token and asks for a qualitative property or a way of working (QUALITATIVE);
     otherwise `generated` (a deterministic check of the stated outcome could be written).
   * No category: the request carries no category scheme (synthesis is blind to it); the
@@ -421,7 +422,8 @@ def _name_stems(name: str) -> frozenset[str]:
 
 
 def linked_tests(text: str, tokens: list[str], tests: list[dict[str, Any]]) -> list[str]:
-    """The verifier tests linked to a unit, strongest first (ties in the verifier's order), at most MAX_TEST_REFS."""
+    """The verifier tests linked to a unit, at most MAX_TEST_REFS: the verifier's failing-to-passing tests first (a
+    test's `role`, where the verifier declares one), then the strongest, ties in the verifier's order."""
     anchors = [t.lower() for t in tokens if len(t) >= 3]
     idents = {a for a in anchors if re.fullmatch(r"[a-z_][a-z0-9_]*", a) and len(a) >= 4}
     distinctive = {stem(w) for w in content_words(text) if len(w) >= 7 and w not in GENERIC_TEST_WORDS}
@@ -434,8 +436,8 @@ def linked_tests(text: str, tokens: list[str], tests: list[dict[str, Any]]) -> l
         if not (in_source or in_name):
             continue
         lowered = name.lower()
-        scored.append((-(in_source + in_name + sum(i in lowered for i in idents)), pos, t["id"]))
-    return [tid for _, _, tid in sorted(scored)[:MAX_TEST_REFS]]
+        scored.append((t.get("role") != "fail_to_pass", -(in_source + in_name + sum(i in lowered for i in idents)), pos, t["id"]))
+    return [row[-1] for row in sorted(scored)[:MAX_TEST_REFS]]
 
 
 def route_of(quote: str, tokens: list[str], refs: list[str]) -> str:

@@ -260,3 +260,13 @@ def test_failing_to_passing_tests_come_first_and_the_prompt_shows_the_role():
              {"id": "t.py::test_numbers_regression", "source": "", "role": "fail_to_pass"}]
     (item,) = gen("The calculator must subtract numbers exactly.", tests)
     assert item["test_refs"][0] == "t.py::test_numbers_regression"
+
+
+def test_environment_lines_and_expected_as_an_adjective_are_not_requirements():
+    text = ("Matplotlib backend (`print(matplotlib.get_backend())`): qt5agg\n"
+            "Matplotlib version (`import matplotlib; print(matplotlib.version)`): master (3.5.0.dev1362+g57489bf19b)\n"
+            "Other libraries: numpy 1.16.2\n\n"
+            "When I run `world_to_pixel` on the full WCS, I get back the expected result.\n\n"
+            "I wish I could help more and come up with a real solution.\n\n"
+            "I would expect `world_to_pixel` to return the same pixel on the sliced WCS.\n")
+    assert [i["quote"] for i in gen(text)] == ["I would expect `world_to_pixel` to return the same pixel on the sliced WCS."]

@@ -66,7 +66,8 @@ _CUES = re.compile(
 
 DEONTIC = re.compile(
     r"\b(must|should|shall|ought to|needs? to|has to|have to|(?:is|are) (?:required|supposed|expected) to|requires?|"
-    r"required|ensure|make sure|expects?|expected|would (?:like|prefer|want)|wants?|wish|instead of|"
+    r"required|ensure|make sure|(?:is|are|was|were|be) expected|would expect|(?:i|we) expect|expect(?:s|ed)? (?:to|that)|"
+    r"would (?:like|prefer|want)|(?:i|we|users?|one|you) (?:would )?(?:want|wants|need|needs|prefer)|instead of|"
     r"it would be (?:nice|good|better|great|useful|helpful)|propose|suggest|(?:can|could) you|should not|shouldn't|mustn't)\b",
     re.IGNORECASE,
 )
@@ -128,10 +129,11 @@ _CODE_LINE = re.compile(
 )
 """Code, REPL and traceback lines outside fences (SWE-bench issues paste them unfenced)."""
 _ENV_LINE = re.compile(
-    r"^[\w .()/+-]{1,40}?\b(?:version|versions|os|operating system|platform|python|backend|installation|installed|"
+    r"^[\w .()/+`';=-]{0,80}?\b(?:version|versions|os|operating system|platform|python|backend|installation|installed|libraries|"
+    r"library|packages|dependencies|"
     r"environment|browser|system|machine|executable|compiler|kernel|distribution|release|numpy|scipy|pandas|"
     r"django|sphinx|matplotlib|pytest|sympy|astropy|xarray|requests|flask|pylint|scikit-learn|sklearn|seaborn)\b"
-    r"[\w .()/+-]{0,20}:\s*\S",
+    r"[\w .()/+`'-]{0,60}:\s*\S",
     re.IGNORECASE,
 )
 _VERSIONISH = re.compile(r"^[^:]{1,40}:\s*v?\d+(?:\.\d+)+\S*\s*$")

@@ -65,6 +65,7 @@ def test_issue_template_boilerplate_is_not_a_requirement():
     assert [i["quote"] for i in items] == ["The output of `fit_transform` keeps the `category` dtype of each column."]
     assert all(quote_in_instruction(i["quote"], ISSUE) for i in items)
     for text, why in (("Please be concise with code posted.", "meta-request about the report"),
+                      ("A clear and concise description of what you expected to happen.", "meta-request about the report"),
                       ("StackOverflow with the scikit-learn tag: https://stackoverflow.com/q", "link"),
                       ("I found mentions of this issue on GitHub, but no fix.", "meta-request about the report"),
                       ("Thanks a lot for your work!", "greeting or thanks"),

@@ -149,7 +149,8 @@ META_REPORT = re.compile(
     r"\bstack ?overflow\b|\bmailing list\b|\bgitter\b|\bdiscourse\b|\bforum\b|\bgithub\b|\btemplate\b|"
     r"\b(?:minimal|self-contained|complete|reproducible|working) (?:code )?examples?\b|\bsteps to reproduce\b|"
     r"\bwhen you submit\b|\bthis comment\b|\bbe concise\b|\bsearch (?:the|our)\b|\bticket\b|"
-    r"\bchangelog\b|\bdocumentation pr\b|\bbenchmarking\b",
+    r"\bchangelog\b|\bdocumentation pr\b|\bbenchmarking\b|\bclear and concise description\b|\bif applicable\b|"
+    r"\bfill (?:out|in) the\b",
     re.IGNORECASE,
 )
 """Meta-requests about the report: where to ask, how to write it, what was searched, who reviews it."""

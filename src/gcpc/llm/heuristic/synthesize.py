@@ -65,7 +65,7 @@ _CUES = re.compile(
 )
 
 DEONTIC = re.compile(
-    r"\b(must|should|shall|ought to|needs? to|has to|have to|(?:is|are) (?:required|supposed|expected) to|requires?|"
+    r"\b(must|should|shall|ought to|needs?|has to|have to|(?:is|are) (?:required|supposed|expected) to|requires?|"
     r"required|ensure|make sure|(?:is|are|was|were|be) expected|would expect|(?:i|we) expect|expect(?:s|ed)? (?:to|that)|"
     r"would (?:like|prefer|want)|(?:i|we|users?|one|you) (?:would )?(?:want|wants|need|needs|prefer)|instead of|"
     r"it would be (?:nice|good|better|great|useful|helpful)|propose|suggest|(?:can|could) you|should not|shouldn't|mustn't)\b",

@@ -123,7 +123,7 @@ def _scan(events: list[dict[str, Any]]) -> tuple[dict[int, set[int]], list[str],
         return memo[1], memo[2], memo[3]
     out: dict[int, set[int]] = {}
     code: dict[int, set[int]] = {}
-    literals: list[str] = []
+    literals: dict[str, None] = {}  # ordered, de-duplicated
     changed: set[str] = set()
     listing: set[str] | None = None
     for ev in events:
@@ -131,7 +131,7 @@ def _scan(events: list[dict[str, Any]]) -> tuple[dict[int, set[int]], list[str],
         if kind == "tool_call":
             if _WRITE_MARK.search(text) or "<<" in text:
                 changed |= _paths(text)
-            literals += [lit for lit in program_literals(text) if lit not in literals]
+            literals.update(dict.fromkeys(program_literals(text)))
             listing = _listing_files(text)
             continue
         if kind not in EVIDENCE_KINDS:
@@ -173,8 +173,9 @@ def _scan(events: list[dict[str, Any]]) -> tuple[dict[int, set[int]], list[str],
         if keep_code - drop:
             code[ev["index"]] = keep_code - drop
     _NOT_STATE_MEMO.clear()
-    _NOT_STATE_MEMO[id(events)] = (events, out, literals, code)
-    return out, literals, code
+    found = list(literals)
+    _NOT_STATE_MEMO[id(events)] = (events, out, found, code)
+    return out, found, code
 
 
 def without_literals(line: str, literals: list[str]) -> str:

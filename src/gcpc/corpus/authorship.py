@@ -158,6 +158,34 @@ def written_text(call_text: str) -> tuple[list[str], list[str]]:
     return shown, written
 
 
+_LITERAL = re.compile(r"(\"\"\"|'''|\"|')((?:(?!\1)[^\n\\]|\\.){6,400}?)\1")
+_PLACEHOLDER = re.compile(r"\{[^{}]*\}|%[-+ #0-9.]*[sdifrx]|\\[ntr]")
+MIN_LITERAL_CHARS = 8
+
+
+def program_literals(call_text: str) -> list[str]:
+    """String literals of the programs a call writes or runs (heredoc bodies, Write/Edit contents, inline
+    `python -c` programs), split at format placeholders (`{x}`, `%s`, `\\n`), each piece of two or more words
+    and MIN_LITERAL_CHARS or more characters, normalised (`norm`). What such a program prints from them is the
+    agent's own text (`print("SUCCESS: dtypes preserved")`), not state the environment displayed."""
+    first, _, rest = call_text.partition("\n")
+    programs = [rest] if first.startswith(("Write: ", "Edit: ", "MultiEdit: ")) else []
+    cmd = _command(call_text)
+    programs += [m.group(3) for m in _HEREDOC.finditer(cmd)]
+    if _INLINE.search(cmd):
+        programs.append(_HEREDOC.sub("\n", cmd))
+    out: list[str] = []
+    for prog in programs:
+        found = [m.group(2) for m in _LITERAL.finditer(prog)]
+        found += [m.group(2) for lit in found for m in _LITERAL.finditer(lit)]  # `python -c "print('...')"`
+        for lit in found:
+            for piece in _PLACEHOLDER.split(lit):
+                n = norm(piece)
+                if len(n) >= MIN_LITERAL_CHARS and len(n.split()) >= 2 and n not in out:
+                    out.append(n)
+    return out
+
+
 def _only_display(call_text: str) -> bool:
     """A command that only displays the agent's text: echo/printf (not piped on), or `cat` of a heredoc."""
     if call_text.startswith(("Write: ", "Edit: ", "MultiEdit: ", "Read: ")):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer
 
 from gcpc.corpus.ids import printable
 
@@ -26,6 +26,16 @@ class VerifierTest(Frozen):
     name: str = Field(description="function name, e.g. test_y")
     cls: str | None = None
     source: str = Field(description="source text of the test function (used for linking and the restatement gate)")
+    role: Literal["fail_to_pass", "pass_to_pass"] | None = Field(
+        default=None, description="the verifier's own grouping where it declares one (SWE-bench FAIL_TO_PASS / PASS_TO_PASS); "
+                                  "part of the task's verifier, never a result of a run; left out of the record when absent")
+
+    @model_serializer(mode="wrap")
+    def _without_absent_role(self, handler: object) -> dict:
+        data = handler(self)  # type: ignore[operator]
+        if data.get("role") is None:
+            data.pop("role", None)
+        return data
 
 
 class Task(Frozen):

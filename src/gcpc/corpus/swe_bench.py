@@ -128,7 +128,9 @@ def read_tasks(path: Path, benchmark: str, *, root: Sequence[Path], exclusions: 
                     raise ValueError(f"{at}: field {key} is missing or empty")
             f2p = _test_list(row.get("FAIL_TO_PASS", []), at, "FAIL_TO_PASS")
             p2p = _test_list(row.get("PASS_TO_PASS", []), at, "PASS_TO_PASS")
-            tests = [_verifier_test(t) for t in dict.fromkeys(f2p + p2p)]
+            failing = set(f2p)  # the verifier's declared groups (the dataset's spec, not a run's result)
+            tests = [_verifier_test(t).model_copy(update={"role": "fail_to_pass" if t in failing else "pass_to_pass"})
+                     for t in dict.fromkeys(f2p + p2p)]
             metadata: dict[str, Any] = {k: v for k, v in row.items()
                                         if k not in NEVER_KEPT | TEXT_FIELDS | {"instance_id"}
                                         and (v is None or isinstance(v, (str, int, float, bool)))}

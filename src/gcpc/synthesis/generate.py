@@ -106,7 +106,8 @@ def build_request(
     history_kinds: Sequence[Sequence[str]] = (),
 ) -> LLMRequest:
     """The generation request; `history` holds the gate results of every earlier rejected attempt."""
-    test_view = [{"id": t.id, "source": t.source} for t in tests]
+    # a test's role (SWE-bench FAIL_TO_PASS / PASS_TO_PASS) is part of the verifier: shown when the verifier declares it
+    test_view = [{"id": t.id, "source": t.source} | ({"role": t.role} if t.role else {}) for t in tests]
     rounds = [[g.message for g in gates if not g.passed] for gates in history]
     kinds = [list(k) for k in history_kinds]
     union = sorted({k for ks in kinds for k in ks})

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from gcpc.llm.heuristic.judge import anchors_of, evidence_lines, judge_anchors, reads_as_failure
+from gcpc.llm.heuristic.judge import anchors_of, evidence_lines, judge_anchors, quote_of, reads_as_failure
 
 RULE_CUES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("final_state", re.compile(r"\berrors?\b", re.IGNORECASE)),
@@ -57,7 +57,7 @@ def _mentions_any(anchors: list[str], events: list[dict[str, Any]]) -> list[tupl
 def looked(anchors: list[str], events: list[dict[str, Any]]) -> Verdict:
     for idx, line, bad in _mentions_any(anchors, events):
         if not bad:
-            return "Yes", [{"event_index": idx, "quote": line}], "Tool output displays material the instruction names."
+            return "Yes", [{"event_index": idx, "quote": quote_of(line)}], "Tool output displays material the instruction names."
     return "Abstain", [], "No tool output or file content displays anything the instruction names."
 
 
@@ -72,9 +72,9 @@ def checked(anchors: list[str], events: list[dict[str, Any]]) -> Verdict:
         return "Abstain", [], "Nothing the instruction names is displayed, so no check of a result is shown."
     idx, line, bad = found[-1]
     if bad:
-        return "No", [{"event_index": idx, "quote": line}], "The last displayed look at the task's material shows a failure."
+        return "No", [{"event_index": idx, "quote": quote_of(line)}], "The last displayed look at the task's material shows a failure."
     if len({i for i, _, _ in found}) >= 2:
-        return "Yes", [{"event_index": idx, "quote": line}], "The task's material is displayed again later in the log, without failure."
+        return "Yes", [{"event_index": idx, "quote": quote_of(line)}], "The task's material is displayed again later in the log, without failure."
     return "Abstain", [], "The task's material is displayed only once; no later check is shown."
 
 
@@ -86,8 +86,8 @@ def final_state(anchors: list[str], events: list[dict[str, Any]]) -> Verdict:
     own = [line for ev, line in lines if ev is last_event]
     bad = [line for line in own if reads_as_failure(line, last_event)]
     if bad:
-        return "No", [{"event_index": last_event["index"], "quote": bad[0]}], "The final tool output reads as a failure."
-    return "Yes", [{"event_index": last_event["index"], "quote": own[-1]}], "The final tool output shows no failure."
+        return "No", [{"event_index": last_event["index"], "quote": quote_of(bad[0])}], "The final tool output reads as a failure."
+    return "Yes", [{"event_index": last_event["index"], "quote": quote_of(own[-1])}], "The final tool output shows no failure."
 
 
 def completed(anchors: list[str], events: list[dict[str, Any]]) -> Verdict:

@@ -257,12 +257,33 @@ class LLMClient:
         if self.shared is None:
             return None
         records = self.shared.get(key)
-        if not records or not (records[-1].ok or (is_refusal(records[-1]) and not self.retry_refused)):
+        if not records or (is_refusal(records[-1]) and self.retry_refused):
             return None
-        final = self.store.adopt(records)[-1]
-        self.shared_hits += 1
-        return CallResult(key=key, ok=final.ok, parsed=final.parsed, attempts=final.attempt, error=final.error, cached=True,
-                          refused=not final.ok)
+        return self._adopt(key, records)
+
+    def _adopt(self, key: str, records: list[CallRecord]) -> CallResult:
+        """The key's settled outcome from the shared cache (an answer, a refusal, or tries that all failed
+        validation: one key, one answer), copied into this store unless it holds that outcome already."""
+        held = self.store.outcomes(key)
+        final = records[-1]
+        if held and self._same(self.store.attempts(key)[-1], final):
+            final = final.model_copy(update={"attempt": held[-1].attempt})  # this store's own entry: nothing to copy
+        else:
+            final = self.store.adopt(records)[-1]
+            self.shared_hits += 1
+        if final.ok:
+            self._exhausted.pop(key, None)
+            return CallResult(key=key, ok=True, parsed=final.parsed, attempts=final.attempt, cached=True)
+        result = CallResult(key=key, ok=False, parsed=None, attempts=final.attempt, error=final.error, cached=True,
+                            refused=is_refusal(final))
+        if not result.refused:
+            self._exhausted[key] = result
+        return result
+
+    @staticmethod
+    def _same(a: CallRecord, b: CallRecord) -> bool:
+        """The same outcome (whatever its attempt number): the entry a store shared is its own last attempt."""
+        return (a.ok, a.error, a.parsed, a.response_text, a.request_id) == (b.ok, b.error, b.parsed, b.response_text, b.request_id)
 
     def _claim(self, key: str) -> CallResult | bool:
         """May this worker pay for `key`? True when it holds the shared cache's claim (or there is no shared
@@ -290,9 +311,19 @@ class LLMClient:
         if self.shared is not None and not self.shared.has(key):
             self._share(key)
 
-    def _share(self, key: str) -> None:
-        if self.shared is not None:
-            self.shared.put(key, self.store.attempts(key))
+    def _share(self, key: str) -> CallResult | None:
+        """Settle the key in the shared cache with this store's attempts. The first writer of a key wins: when
+        another worker settled it first (its claim was taken over as stale, or it ran without one), that
+        outcome is adopted and returned, so every reader of the key sees one answer; else None."""
+        if self.shared is None:
+            return None
+        mine = self.store.attempts(key)
+        held = self.shared.put(key, mine)
+        if held and self.retry_refused and is_refusal(held[-1]) and not self._same(held[-1], mine[-1]):
+            held = self.shared.put(key, mine, replace=True)  # a refusal asked again on purpose: the new outcome holds
+        if not held or self._same(held[-1], mine[-1]):
+            return None
+        return self._adopt(key, held)
 
     @staticmethod
     def _base(request: LLMRequest, key: str, attempt: int) -> dict[str, Any]:
@@ -364,21 +395,24 @@ class LLMClient:
         and stop the stage on a transport failure (a re-run resumes here)."""
         self.store.append(record)
         if record.ok:
-            self._share(key)
-            return CallResult(key=key, ok=True, parsed=record.parsed, attempts=record.attempt)
+            return self._share(key) or CallResult(key=key, ok=True, parsed=record.parsed, attempts=record.attempt)
         if is_refusal(record):
-            self._share(key)
-            return CallResult(key=key, ok=False, parsed=None, attempts=record.attempt, error=record.error, refused=True)
+            return self._share(key) or CallResult(key=key, ok=False, parsed=None, attempts=record.attempt, error=record.error,
+                                                  refused=True)
         if record.error and record.error.startswith("provider error"):
             raise self._stop(key, request, record)
         return None
 
     def _failed(self, key: str, attempt: int) -> CallResult:
-        """A failed unit: the last recorded error, never a coerced verdict."""
+        """A failed unit: the last recorded error, never a coerced verdict. Its tries are settled in the shared
+        cache like an answer (one key, one answer): another stage, arm or machine asking the same key gets
+        this failure, not fresh tries that could answer differently (issue 37)."""
         attempts = self.store.outcomes(key)
         result = CallResult(key=key, ok=False, parsed=None, attempts=attempt, error=attempts[-1].error if attempts else None)
-        self._exhausted[key] = result
-        return result
+        settled = self._share(key)  # None: this outcome is the key's
+        if settled is None:
+            self._exhausted[key] = result
+        return settled or result
 
     def _stop(self, key: str, request: LLMRequest, record: CallRecord) -> ProviderError:
         # Transport failures are logged, then stop the stage: a re-run resumes here. Rejected credentials

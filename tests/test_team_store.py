@@ -42,6 +42,8 @@ from gcpc.io import iter_jsonl
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = "sk-lab-CANARY-" + "7Qx2Lm9Pz4Rt8Vw3Ky6Nb1Hd5Jf0Gs"
+KEY_B = "sk-lab-CANARY-" + "Wd3Fh8Jk1Lp6Zx9Cv4Bn2Mq7Ry5Tu0"
+"""Each machine its own key (both canaries): the server tells the machines apart by the key they send."""
 pytestmark = pytest.mark.slow
 
 ARMS = ("gcpc", "tick")
@@ -78,9 +80,9 @@ def store():
     server.stop()
 
 
-def _env(home: Path, endpoint: str, **extra: str) -> dict[str, str]:
+def _env(home: Path, endpoint: str, key: str = KEY, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and not k.startswith(("AWS_", "GCPC_"))}
-    env.update(OPENAI_API_KEY=KEY, GCPC_CACHE_DIR="s3://lab/calls", GCPC_CACHE_CLAIM_STALE_S="3",
+    env.update(OPENAI_API_KEY=key, GCPC_CACHE_DIR="s3://lab/calls", GCPC_CACHE_CLAIM_STALE_S="3",
                AWS_ENDPOINT_URL=endpoint, AWS_ACCESS_KEY_ID="lab-access", AWS_SECRET_ACCESS_KEY="lab-secret",
                AWS_DEFAULT_REGION="us-east-1", XDG_CACHE_HOME=str(home / "user-cache"), HOME=str(home),
                PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""), DVC_NO_ANALYTICS="1",
@@ -151,9 +153,9 @@ def origin(tmp_path_factory, store) -> Path:
     return tmp / "origin.git"
 
 
-def _clone(origin: Path, dest: Path, endpoint: str, base_url: str) -> tuple[Path, dict[str, str]]:
+def _clone(origin: Path, dest: Path, endpoint: str, base_url: str, key: str = KEY) -> tuple[Path, dict[str, str]]:
     dest.mkdir(parents=True)
-    env = _env(dest, endpoint)
+    env = _env(dest, endpoint, key)
     _run(["git", "clone", "-q", str(origin), str(dest / "gcpc")], dest, env)
     work = dest / "gcpc"
     params = yaml.safe_load((work / "params.yaml").read_text())
@@ -169,9 +171,10 @@ def _digest(body: dict) -> str:
     return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:24]
 
 
-def _asked(server: FakeOpenAI, start: int = 0) -> list[str]:
+def _asked(server: FakeOpenAI, start: int = 0, key: str | None = None) -> list[str]:
     with server.lock:
-        return [_digest(r["body"]) for r in server.requests[start:] if "chat/completions" in r["route"]]
+        return [_digest(r["body"]) for r in server.requests[start:]
+                if "chat/completions" in r["route"] and (key is None or r["auth"] == f"Bearer {key}")]
 
 
 def _stored_ok(work: Path, arm: str) -> set[str]:
@@ -205,7 +208,7 @@ def test_two_machines_pay_each_key_once_and_a_third_reproduces_from_the_store(or
     with FakeOpenAI() as server:
         base_url = server.url + "/v1"
         a, env_a = _clone(origin, tmp_path / "A", endpoint, base_url)
-        b, env_b = _clone(origin, tmp_path / "B", endpoint, base_url)
+        b, env_b = _clone(origin, tmp_path / "B", endpoint, base_url, KEY_B)
         n_trajectories = sum(1 for _ in iter_jsonl(a / "data" / "processed" / "ingest" / "trajectories.jsonl"))
 
         # 1. A judges gcpc; the server holds A's third request in flight, and A is killed there
@@ -235,7 +238,7 @@ def test_two_machines_pay_each_key_once_and_a_third_reproduces_from_the_store(or
 
         # 2. B runs the same stage: only the keys A never stored reach the server; one reply carries the API key
         #    (an invalid answer, asked again within the key's tries): the canary of step 5
-        server.faults.append(Fault(kind="content", text=json.dumps({"verdicts": f"leaked {KEY}"})))
+        server.faults.append(Fault(kind="content", text=json.dumps({"verdicts": f"leaked {KEY_B}"})))
         start = len(server.requests)
         t0 = time.monotonic()
         _run(["dvc", "repro", "judge_gcpc"], b, env_b)
@@ -248,17 +251,28 @@ def test_two_machines_pay_each_key_once_and_a_third_reproduces_from_the_store(or
         assert len(b_asked) == len(set(b_asked)) + 1  # the canary's invalid reply, retried once (max_attempts 2)
         assert _stored_ok(b, "gcpc") == set(a_asked) | set(b_asked)
 
-        # 3. A and B judge tick at the same time: no key twice
+        # 3. A and B judge tick at the same time: no key twice. The server answers slowly (1.5 s a request) and B
+        #    starts once A's first request has arrived, so the two runs overlap for sure
         start = len(server.requests)
-        procs = [subprocess.Popen(["dvc", "repro", "judge_tick"], cwd=w, env=e, stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, text=True) for w, e in ((a, env_a), (b, env_b))]
+        server.latency_s = 1.5
+        procs = [subprocess.Popen(["dvc", "repro", "judge_tick"], cwd=a, env=env_a, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True)]
+        deadline = time.monotonic() + 240
+        while not _asked(server, start) and procs[0].poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        procs.append(subprocess.Popen(["dvc", "repro", "judge_tick"], cwd=b, env=env_b, stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, text=True))
         outs = [p.communicate(timeout=600)[0] for p in procs]
+        server.latency_s = 0.0
         assert all(p.returncode == 0 for p in procs), "\n".join(o[-3000:] for o in outs)
         tick_asked = _asked(server, start)
         tick_keys = _stored_ok(a, "tick")
         counts["3. A and B judge tick concurrently"] = {"requests": len(tick_asked), "distinct keys": len(set(tick_asked)),
-                                                        "keys in the arm": len(tick_keys)}
+                                                        "keys in the arm": len(tick_keys),
+                                                        "asked by A": len(_asked(server, start, KEY)),
+                                                        "asked by B": len(_asked(server, start, KEY_B))}
         assert len(tick_asked) == len(set(tick_asked)), "a tick key reached the server twice"
+        assert _asked(server, start, KEY) and _asked(server, start, KEY_B), "the two runs did not overlap"
         assert set(tick_asked) == tick_keys == _stored_ok(b, "tick")
 
         # 4. A finishes (0 requests), commits and pushes; C pulls and reproduces
@@ -290,8 +304,8 @@ def test_two_machines_pay_each_key_once_and_a_third_reproduces_from_the_store(or
         counts["distinct keys judged"] = len(_stored_ok(a, "gcpc") | tick_keys)
 
     # 5. canary over every object in the bucket
-    objects, masked = 0, 0
-    needles = _runs(KEY)
+    objects, masked, sizes = 0, 0, {"calls": [0, 0], "dvc": [0, 0]}
+    needles = _runs(KEY) | _runs(KEY_B)
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket="lab"):
         for obj in page.get("Contents", []):
             data = s3.get_object(Bucket="lab", Key=obj["Key"])["Body"].read()
@@ -299,10 +313,15 @@ def test_two_machines_pay_each_key_once_and_a_third_reproduces_from_the_store(or
                 data = gzip.decompress(data)
             text = data.decode("utf-8", errors="replace")
             objects += 1
+            part = sizes[obj["Key"].split("/")[0]]
+            part[0] += 1
+            part[1] += obj["Size"]
             masked += "[REDACTED]" in text
             leaked = [n for n in needles if n in text]
             assert not leaked, f"{obj['Key']} holds {leaked[0]!r}, a run of the API key"
     counts["objects in the bucket (remote + call cache)"] = objects
+    counts["bytes stored"] = {"call cache (calls/)": {"objects": sizes["calls"][0], "bytes": sizes["calls"][1]},
+                              "DVC remote (dvc/)": {"objects": sizes["dvc"][0], "bytes": sizes["dvc"][1]}}
     assert masked >= 1, "the reply that carried the key reached no object (the canary proves nothing)"
     assert any(o["Key"].startswith("calls/") for o in s3.list_objects_v2(Bucket="lab")["Contents"])
     print(json.dumps(counts, indent=1))

@@ -302,6 +302,12 @@ class LLMClient:
             return known
         return self.shared.stale(key)
 
+    @property
+    def _poll_s(self) -> float:
+        """How often to look again for a claimed request's answer: the cache's own pace (an object store charges
+        per request, `remote_cache.POLL_S`), else `CLAIM_POLL_S`."""
+        return float(getattr(self.shared, "poll_s", CLAIM_POLL_S))
+
     def _release(self, key: str) -> None:
         if self.shared is not None:
             self.shared.release(key)
@@ -450,7 +456,7 @@ class LLMClient:
         while go is False:
             if not wait:
                 return None
-            self.sleep(CLAIM_POLL_S)
+            self.sleep(self._poll_s)
             go = self._claim(key)
         if isinstance(go, CallResult):
             return go
@@ -523,7 +529,7 @@ class LLMClient:
         while go is False:
             if not wait:
                 return None
-            await asyncio.sleep(CLAIM_POLL_S)
+            await asyncio.sleep(self._poll_s)
             go = self._claim(key)
         if isinstance(go, CallResult):
             return go

@@ -44,6 +44,8 @@ from gcpc.llm.secrets import redact
 from gcpc.llm.shared_cache import CLAIM_STALE_S
 
 SCHEMES = ("s3://",)
+POLL_S = 1.0
+"""How often a worker waiting for another machine's answer looks again (each look is 2-3 billed requests)."""
 STALE_ENV = "GCPC_CACHE_CLAIM_STALE_S"
 """Seconds after which a claim nobody refreshes is taken over (default `CLAIM_STALE_S`)."""
 
@@ -88,6 +90,7 @@ class ObjectStoreCache:
         self.bucket = bucket
         self.prefix = prefix.strip("/")
         self.stale_s = stale_seconds() if stale_s is None else stale_s
+        self.poll_s = POLL_S
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._client = client
         self._held: dict[str, str] = {}  # key -> ETag of the claim object this process wrote

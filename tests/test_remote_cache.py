@@ -1,0 +1,103 @@
+"""The call cache on an S3-compatible object store (gcpc.llm.remote_cache), against moto's server mode on
+127.0.0.1: conditional writes make an entry first-writer-wins and a claim atomic; a dead holder's claim is
+taken over once it is stale, by exactly one waiter; a live holder's heartbeat keeps it."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from gcpc.llm.base import CallRecord
+from gcpc.llm.remote_cache import ObjectStoreCache, is_url, stale_seconds
+
+KEY = "ab" + "0123456789abcdef" * 3
+
+
+@pytest.fixture(scope="module")
+def s3():
+    try:
+        import boto3
+        from moto.server import ThreadedMotoServer
+    except ImportError as exc:
+        pytest.skip(f"the team extra is not installed ({exc.name}): uv sync --locked --extra team")
+    import logging
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    try:
+        server.start()
+        host, port = server.get_host_and_port()
+    except Exception as exc:  # noqa: BLE001
+        pytest.skip(f"moto's S3 server could not start on 127.0.0.1: {exc}")
+    client = boto3.client("s3", endpoint_url=f"http://{host}:{port}", aws_access_key_id="a", aws_secret_access_key="b",
+                          region_name="us-east-1")
+    client.create_bucket(Bucket="lab")
+    yield client
+    server.stop()
+
+
+def record(text: str, ok: bool = True) -> CallRecord:
+    return CallRecord(key=KEY, attempt=1, purpose="judgment:gcpc", provider="openai", model="m", request={"n": 1},
+                      response_text=text, parsed={"text": text} if ok else None, ok=ok,
+                      error=None if ok else "invalid output: x")
+
+
+def cache(s3, prefix: str, **kw) -> ObjectStoreCache:
+    return ObjectStoreCache(f"s3://lab/{prefix}", client=s3, **kw)
+
+
+def test_urls_and_settings(monkeypatch):
+    assert is_url("s3://lab/calls") and not is_url("/tmp/calls") and not is_url(None)
+    with pytest.raises(ValueError, match="cache_dir: 's3://' names no bucket"):
+        ObjectStoreCache("s3://")
+    monkeypatch.setenv("GCPC_CACHE_CLAIM_STALE_S", "soon")
+    with pytest.raises(ValueError, match="environment: GCPC_CACHE_CLAIM_STALE_S='soon' is not a number"):
+        stale_seconds()
+
+
+def test_make_client_puts_the_cache_on_the_store_for_an_s3_url(monkeypatch, tmp_path):
+    from gcpc.llm import make_client
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-000000000000000000")
+    client = make_client({"provider": "openai", "model": "m", "cache_dir": "s3://lab/calls"}, tmp_path / "c.jsonl")
+    assert isinstance(client.shared, ObjectStoreCache) and (client.shared.bucket, client.shared.prefix) == ("lab", "calls")
+    client.store.close()
+
+
+def test_an_entry_is_first_writer_wins(s3):
+    c1, c2 = cache(s3, "first"), cache(s3, "first")
+    assert c1.get(KEY) is None and not c1.has(KEY)
+    assert c1.put(KEY, [record("one")])[0].response_text == "one"
+    held = c2.put(KEY, [record("two")])  # a later writer gets the settled entry back
+    assert held[0].response_text == "one" and c2.get(KEY)[0].response_text == "one" and c2.has(KEY)
+    body = s3.get_object(Bucket="lab", Key=f"first/{KEY[:2]}/{KEY}.jsonl")["Body"].read().decode()
+    assert json.loads(body.splitlines()[0])["response_text"] == "one"
+
+
+def test_a_claim_is_atomic_and_released(s3):
+    c1, c2 = cache(s3, "claims"), cache(s3, "claims")
+    assert c1.claim(KEY) and c1.claim(KEY)  # held: True again
+    assert not c2.claim(KEY)
+    assert c2.claim_age(KEY) is not None
+    c1.release(KEY)
+    assert c2.claim_age(KEY) is None and c2.claim(KEY)
+    c2.release(KEY)
+
+
+def test_a_dead_holders_claim_is_taken_over_once_when_stale_and_a_live_one_is_kept(s3):
+    dead = cache(s3, "stale", stale_s=1.0)
+    assert dead.claim(KEY)
+    with dead._lock:
+        dead._held.clear()  # killed: no heartbeat, no release
+    w1, w2 = cache(s3, "stale", stale_s=1.0), cache(s3, "stale", stale_s=1.0)
+    assert not w1.claim(KEY)
+    time.sleep(2.2)  # S3 keeps Last-Modified to the second
+    assert w1.claim(KEY)  # taken over (If-Match on the stale claim's ETag)
+    assert not w2.claim(KEY)  # ... by one waiter only: the claim is w1's and fresh now
+    time.sleep(2.2)  # w1 is alive: its heartbeat refreshes the claim every stale_s / 6
+    assert not w2.claim(KEY)
+    w1.release(KEY)
+    assert w2.claim(KEY)
+    w2.release(KEY)

@@ -5,6 +5,7 @@ taken over once it is stale, by exactly one waiter; a live holder's heartbeat ke
 from __future__ import annotations
 
 import json
+import threading
 import time
 
 import pytest
@@ -101,3 +102,37 @@ def test_a_dead_holders_claim_is_taken_over_once_when_stale_and_a_live_one_is_ke
     w1.release(KEY)
     assert w2.claim(KEY)
     w2.release(KEY)
+
+
+def test_has_lists_a_shard_once_instead_of_a_request_per_key(s3):
+    """A re-run asks `has` for every key its own store answers: one LIST per shard, not one HEAD per key."""
+    writer = cache(s3, "listed")
+    keys = [KEY[:2] + f"{i:04x}" + KEY[6:] for i in range(30)]
+    for k in keys[:20]:
+        writer.put(k, [record("x").model_copy(update={"key": k})])
+    reader = cache(s3, "listed")
+    assert [reader.has(k) for k in keys] == [True] * 20 + [False] * 10
+    assert reader.requests == {"LIST": 1, "HEAD": 10}  # the ten keys not listed are looked up themselves
+
+
+def test_a_run_looks_its_keys_up_in_parallel_once(s3, tmp_path):
+    """A stage resumed on another machine: the keys its store cannot answer are fetched ahead in parallel, and each
+    is then read from what was fetched (one GET per key), not looked up again one round trip at a time."""
+    from gcpc.llm.client import LLMClient
+    from gcpc.llm.schemas import ChecklistJudgment
+    from gcpc.llm.store import CallStore
+    from test_one_key_one_answer import GOOD, Drifting, req
+
+    first = cache(s3, "prefetch")
+    LLMClient(Drifting([GOOD]), CallStore(tmp_path / "a.jsonl"), max_attempts=1, progress=False,
+              shared=first).run([req(i) for i in range(6)], ChecklistJudgment)
+    reader = cache(s3, "prefetch")
+    threads: set[int] = set()
+    plain_get = reader._get
+    reader._get = lambda name: (threads.add(threading.get_ident()), time.sleep(0.05), plain_get(name))[-1]
+    server = Drifting([GOOD])
+    results = LLMClient(server, CallStore(tmp_path / "b.jsonl"), max_attempts=1, progress=False,
+                        shared=reader).run([req(i) for i in range(6)], ChecklistJudgment)
+    assert all(r.ok and r.cached for r in results) and not server.calls
+    assert reader.requests == {"GET": 6}
+    assert len(threads) > 1 and threading.get_ident() not in threads  # looked up ahead, by the prefetch threads

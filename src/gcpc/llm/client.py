@@ -308,6 +308,12 @@ class LLMClient:
         per request, `remote_cache.POLL_S`), else `CLAIM_POLL_S`."""
         return float(getattr(self.shared, "poll_s", CLAIM_POLL_S))
 
+    def _prefetch(self, keys: list[str]) -> None:
+        """A remote shared cache (`remote_cache.py`) looks up, in parallel, the keys this store cannot answer."""
+        prefetch = getattr(self.shared, "prefetch", None)
+        if prefetch is not None:
+            prefetch([k for k in keys if k not in self._exhausted and not any(e.ok for e in self.store.outcomes(k))])
+
     def _release(self, key: str) -> None:
         if self.shared is not None:
             self.shared.release(key)
@@ -490,6 +496,7 @@ class LLMClient:
             # what is known, what is pending and every call are decided on the loop thread (the only store writer)
             done = self._on_loop(self._arun(requests, keys, output_type, check, desc))
             return [done[k] for k in keys]
+        self._prefetch(keys)
         results: dict[str, CallResult] = {}
         pending: dict[str, LLMRequest] = {}
         for request, key in zip(requests, keys, strict=True):
@@ -620,6 +627,7 @@ class LLMClient:
 
     async def _arun_pending(self, requests: Sequence[LLMRequest], keys: list[str], output_type: type[BaseModel],
                             check: Check | None, desc: str) -> dict[str, CallResult]:
+        self._prefetch(keys)
         results: dict[str, CallResult] = {}
         pending: dict[str, LLMRequest] = {}
         for request, key in zip(requests, keys, strict=True):

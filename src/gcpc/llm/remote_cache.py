@@ -46,6 +46,7 @@ from gcpc.llm.shared_cache import CLAIM_STALE_S
 SCHEMES = ("s3://",)
 POLL_S = 1.0
 """How often a worker waiting for another machine's answer looks again (each look is 2-3 billed requests)."""
+PREFETCH_THREADS = 16
 STALE_ENV = "GCPC_CACHE_CLAIM_STALE_S"
 """Seconds after which a claim nobody refreshes is taken over (default `CLAIM_STALE_S`)."""
 
@@ -94,8 +95,11 @@ class ObjectStoreCache:
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._client = client
         self._held: dict[str, str] = {}  # key -> ETag of the claim object this process wrote
+        self._prefetched: dict[str, tuple[bytes, str] | None] = {}  # key -> its entry looked up ahead (None: none)
+        self._listed: dict[str, set[str]] = {}  # shard (key[:2]) -> object names listed there once (`has`)
         self._lock = threading.Lock()
         self._beat: threading.Thread | None = None
+        self._count_lock = threading.Lock()
         self.requests: dict[str, int] = {}  # store operations by kind (GET, HEAD, PUT, DELETE): what it costs
         _CACHES.add(self)
 
@@ -116,9 +120,11 @@ class ObjectStoreCache:
     def _forked(self) -> None:
         """In a forked child: the parent's claims, heartbeat and connection stay the parent's."""
         self._held, self._lock, self._beat, self._client = {}, threading.Lock(), None, None
+        self._listed, self._prefetched = {}, {}
 
     def _count(self, kind: str) -> None:
-        self.requests[kind] = self.requests.get(kind, 0) + 1
+        with self._count_lock:
+            self.requests[kind] = self.requests.get(kind, 0) + 1
 
     def object_key(self, key: str, suffix: str = ".jsonl") -> str:
         if len(key) < 8 or not all(c in "0123456789abcdef" for c in key):
@@ -138,6 +144,22 @@ class ObjectStoreCache:
 
     # ---- entries --------------------------------------------------------------------------------
     def has(self, key: str) -> bool:
+        """Whether the key is settled here. Asked for every request a stage's own store already answers (to
+        repair a kill between the two writes), so it lists the key's shard once (`<prefix>/<key[:2]>/`, one
+        request per 1,000 entries) instead of a HEAD per key; a key not listed is looked up itself."""
+        shard = key[:2]
+        with self._lock:
+            listed = self._listed.get(shard)
+        if listed is None:
+            listed = set()
+            base = self.object_key(key)[: -len(key) - len(".jsonl")]
+            for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=base):
+                self._count("LIST")
+                listed.update(o["Key"][len(base):] for o in page.get("Contents", []))
+            with self._lock:
+                self._listed[shard] = listed
+        if f"{key}.jsonl" in listed:
+            return True
         self._count("HEAD")
         try:
             self.client.head_object(Bucket=self.bucket, Key=self.object_key(key))
@@ -147,9 +169,25 @@ class ObjectStoreCache:
             raise
         return True
 
+    def prefetch(self, keys: list[str]) -> None:
+        """Look the keys up in parallel (`PREFETCH_THREADS` at once) before a run goes through them one by one:
+        each lookup is a round trip to the store. A key's prefetched result serves its next `get` only (a later
+        `get`, after a claim, asks the store again)."""
+        todo = [k for k in dict.fromkeys(keys) if k not in self._prefetched]
+        if len(todo) < 2:
+            return
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(PREFETCH_THREADS) as pool:
+            for key, got in zip(todo, pool.map(lambda k: self._get(self.object_key(k)), todo), strict=True):
+                with self._lock:
+                    self._prefetched[key] = got
+
     def get(self, key: str) -> list[CallRecord] | None:
         """The settled attempts stored for a request, or None. A damaged entry is a miss."""
-        got = self._get(self.object_key(key))
+        with self._lock:
+            fetched = self._prefetched.pop(key, False)
+        got = self._get(self.object_key(key)) if fetched is False else fetched
         if got is None:
             return None
         try:

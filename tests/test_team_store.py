@@ -14,7 +14,8 @@ generator, committed), with two judge arms (`gcpc`, `tick`) and finalize, a DVC 
 3. A and B judge `tick` at the same time: no key reaches the server twice;
 4. A runs the rest (0 requests), commits and pushes (`dvc push --run-cache`, `git push`); a third clone C
    pulls: `dvc repro` runs nothing, `dvc repro -f` (call cache off) makes 0 requests, and every output is
-   byte-identical to A's;
+   byte-identical to A's; then A runs an experiment and pushes it (`dvc exp push`), C pulls and applies it
+   (`dvc exp pull`, `dvc exp apply`): 0 requests, outputs byte-identical;
 5. canary: no object in the bucket (remote and call cache, gzip members opened) holds any 12-character run of
    the API key, although one reply of the server carried the key.
 
@@ -302,6 +303,17 @@ def test_two_machines_pay_each_key_once_and_a_third_reproduces_from_the_store(or
         counts["4b. C pulls, dvc repro, dvc repro -f with the call cache off"] = {"requests": len(_asked(server, start))}
         assert not _asked(server, start)
         assert _outputs(c) == _outputs(a)
+
+        # 4c. an experiment: A runs one (a scoring variant: no new request), pushes it; C pulls and applies it
+        start = len(server.requests)
+        _run(["dvc", "exp", "run", "-n", "no-endpoint", "-S", "scoring.endpoint=false"], a, env_a)
+        _run(["dvc", "exp", "push", "--run-cache", "origin", "no-endpoint"], a, env_a)
+        _run(["dvc", "exp", "pull", "--run-cache", "origin", "no-endpoint"], c, env_c)
+        _run(["dvc", "exp", "apply", "no-endpoint"], c, env_c)
+        assert json.loads(_run(["dvc", "status", "--json"], c, env_c).stdout or "{}") == {}
+        counts["4c. A: dvc exp run + dvc exp push; C: dvc exp pull + dvc exp apply"] = {"requests": len(_asked(server, start))}
+        assert not _asked(server, start)
+        assert _outputs(c) == _outputs(a) and (c / "params.yaml").read_bytes() == (a / "params.yaml").read_bytes()
         counts["total requests"] = len(_asked(server))
         counts["distinct keys judged"] = len(_stored_ok(a, "gcpc") | tick_keys)
 

@@ -136,3 +136,43 @@ def test_a_run_looks_its_keys_up_in_parallel_once(s3, tmp_path):
     assert all(r.ok and r.cached for r in results) and not server.calls
     assert reader.requests == {"GET": 6}
     assert len(threads) > 1 and threading.get_ident() not in threads  # looked up ahead, by the prefetch threads
+
+
+def test_a_concurrent_run_waiting_for_another_machines_key_looks_at_the_caches_pace(s3, tmp_path):
+    """A key another machine is asking: a concurrent run requeues it while it answers the others, and looks at the
+    store for it at most once per `poll_s`, not each time a worker passes (each look is billed requests)."""
+    import asyncio
+
+    from gcpc.llm.client import LLMClient
+    from gcpc.llm.schemas import ChecklistJudgment
+    from gcpc.llm.store import CallStore
+    from test_one_key_one_answer import GOOD, Drifting, req
+
+    class Slow(Drifting):
+        async def acomplete(self, request):
+            await asyncio.sleep(0.3)
+            return self.complete(request)
+
+    other = cache(s3, "pace")
+    key0, key1 = req(0).key, req(1).key
+    assert other.claim(key0) and other.claim(key1)  # two keys: the run requeues them past each other
+    mine = cache(s3, "pace")
+    mine.poll_s = 0.5
+    looks = []
+    plain_claim = mine.claim
+    mine.claim = lambda key: (looks.append(key), plain_claim(key))[-1]
+
+    def settle_later():
+        time.sleep(2.0)
+        LLMClient(Drifting([GOOD]), CallStore(tmp_path / "other.jsonl"), max_attempts=1, progress=False,
+                  shared=other).run([req(0), req(1)], ChecklistJudgment)
+
+    t = threading.Thread(target=settle_later)
+    t.start()
+    server = Slow([GOOD])
+    client = LLMClient(server, CallStore(tmp_path / "mine.jsonl"), max_attempts=1, progress=False, concurrency=2, shared=mine)
+    with client:
+        results = client.run([req(i) for i in range(5)], ChecklistJudgment)
+    t.join()
+    assert all(r.ok for r in results) and not {key0, key1} & set(server.calls)  # the other machine's answers
+    assert max(looks.count(key0), looks.count(key1)) <= 2.0 / 0.5 + 3, (looks.count(key0), looks.count(key1))

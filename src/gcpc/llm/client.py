@@ -209,6 +209,7 @@ class LLMClient:
         self._collected: set[str] = set()
         self.used_keys: set[str] = set()
         self._exhausted: dict[str, CallResult] = {}
+        self._looked: dict[str, float] = {}  # key -> when it was last found claimed by another worker
         self.calls_made = 0
         self._failures: dict[str, ProviderError] = {}
         self.sleep: Callable[[float], Any] = time.sleep
@@ -291,7 +292,11 @@ class LLMClient:
         or the outcome another worker stored meanwhile."""
         if self.shared is None:
             return True
+        now = time.monotonic()
+        if now - self._looked.get(key, -1e9) < self._poll_s:
+            return False  # found claimed a moment ago: look again at the cache's pace (a concurrent run requeues fast)
         if self.shared.claim(key):
+            self._looked.pop(key, None)
             known = self._known(key)  # finished by another worker between our first look and our claim
             if known is not None:
                 self.shared.release(key)
@@ -299,8 +304,12 @@ class LLMClient:
             return True
         known = self._known(key)
         if known is not None:
+            self._looked.pop(key, None)
             return known
-        return self.shared.stale(key)
+        if self.shared.stale(key):
+            return True
+        self._looked[key] = now
+        return False
 
     @property
     def _poll_s(self) -> float:

@@ -176,3 +176,13 @@ def test_a_concurrent_run_waiting_for_another_machines_key_looks_at_the_caches_p
     t.join()
     assert all(r.ok for r in results) and not {key0, key1} & set(server.calls)  # the other machine's answers
     assert max(looks.count(key0), looks.count(key1)) <= 2.0 / 0.5 + 3, (looks.count(key0), looks.count(key1))
+
+
+def test_the_stores_secret_is_masked_like_an_api_key(s3, monkeypatch):
+    from gcpc.llm.secrets import redact
+
+    secret = "store-secret-" + "Qp7Lw2Xz9Kd4Rv6Nb1"
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", secret)
+    assert secret[3:15] in redact(f"boto said {secret[3:15]}")  # not known yet
+    cache(s3, "secret")
+    assert secret[3:15] not in redact(f"boto said {secret[3:15]}")

@@ -45,6 +45,8 @@ ROOT = Path(__file__).resolve().parents[1]
 KEY = "sk-lab-CANARY-" + "7Qx2Lm9Pz4Rt8Vw3Ky6Nb1Hd5Jf0Gs"
 KEY_B = "sk-lab-CANARY-" + "Wd3Fh8Jk1Lp6Zx9Cv4Bn2Mq7Ry5Tu0"
 """Each machine its own key (both canaries): the server tells the machines apart by the key they send."""
+SECRET = "lab-secret-" + "Hk4Wq8Zr2Tn6Yb0Pm3Vx7Jc5Ls9Fd1G"
+"""The store's secret access key: a canary too."""
 pytestmark = pytest.mark.slow
 
 ARMS = ("gcpc", "tick")
@@ -76,7 +78,7 @@ def store():
     server, url = _moto()
     import boto3
 
-    s3 = boto3.client("s3", endpoint_url=url, aws_access_key_id="lab-access", aws_secret_access_key="lab-secret",
+    s3 = boto3.client("s3", endpoint_url=url, aws_access_key_id="lab-access", aws_secret_access_key=SECRET,
                       region_name="us-east-1")
     s3.create_bucket(Bucket="lab")
     yield url, s3
@@ -86,7 +88,7 @@ def store():
 def _env(home: Path, endpoint: str, key: str = KEY, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and not k.startswith(("AWS_", "GCPC_"))}
     env.update(OPENAI_API_KEY=key, GCPC_CACHE_DIR="s3://lab/calls", GCPC_CACHE_CLAIM_STALE_S="3",
-               AWS_ENDPOINT_URL=endpoint, AWS_ACCESS_KEY_ID="lab-access", AWS_SECRET_ACCESS_KEY="lab-secret",
+               AWS_ENDPOINT_URL=endpoint, AWS_ACCESS_KEY_ID="lab-access", AWS_SECRET_ACCESS_KEY=SECRET,
                AWS_DEFAULT_REGION="us-east-1", XDG_CACHE_HOME=str(home / "user-cache"), HOME=str(home),
                PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""), DVC_NO_ANALYTICS="1",
                GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
@@ -319,7 +321,7 @@ def test_two_machines_pay_each_key_once_and_a_third_reproduces_from_the_store(or
 
     # 5. canary over every object in the bucket
     objects, masked, sizes = 0, 0, {"calls": [0, 0], "dvc": [0, 0]}
-    needles = _runs(KEY) | _runs(KEY_B)
+    needles = _runs(KEY) | _runs(KEY_B) | _runs(SECRET)
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket="lab"):
         for obj in page.get("Contents", []):
             data = s3.get_object(Bucket="lab", Key=obj["Key"])["Body"].read()

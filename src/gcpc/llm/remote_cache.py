@@ -40,7 +40,7 @@ from typing import Any
 
 from gcpc.io import canonical_json
 from gcpc.llm.base import CallRecord
-from gcpc.llm.secrets import redact
+from gcpc.llm.secrets import redact, register
 from gcpc.llm.shared_cache import CLAIM_STALE_S
 
 SCHEMES = ("s3://",)
@@ -91,6 +91,8 @@ class ObjectStoreCache:
         self.bucket = bucket
         self.prefix = prefix.strip("/")
         self.stale_s = stale_seconds() if stale_s is None else stale_s
+        for name in ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):  # masked like API keys wherever text is written
+            register(os.environ.get(name, ""))
         self.poll_s = POLL_S
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._client = client

@@ -320,8 +320,15 @@ class LLMClient:
     def _prefetch(self, keys: list[str]) -> None:
         """A remote shared cache (`remote_cache.py`) looks up, in parallel, the keys this store cannot answer."""
         prefetch = getattr(self.shared, "prefetch", None)
-        if prefetch is not None:
-            prefetch([k for k in keys if k not in self._exhausted and not any(e.ok for e in self.store.outcomes(k))])
+        if prefetch is None:
+            return
+
+        def answered_here(key: str) -> bool:  # what `_known` answers from this store, before the shared cache
+            held = self.store.outcomes(key)
+            refused = bool(held) and not self.retry_refused and (held[-1].error or "").startswith(REFUSED)
+            return key in self._exhausted or refused or any(e.ok for e in held)
+
+        prefetch([k for k in keys if not answered_here(k)])
 
     def _release(self, key: str) -> None:
         if self.shared is not None:

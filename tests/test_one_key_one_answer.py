@@ -98,3 +98,41 @@ def test_a_later_writer_adopts_the_first_writers_answer(tmp_path):
     assert late.store.finished(req(0).key).parsed["verdicts"][0]["reason"] == "first writer"
     held = cache.get(req(0).key)
     assert held is not None and held[-1].parsed["verdicts"][0]["reason"] == "first writer"
+
+
+class Killed(BaseException):
+    """The worker dies here (a kill is no exception the client could handle)."""
+
+
+def test_tries_count_per_key_across_workers_when_one_dies_part_way(tmp_path):
+    """Worker A makes 2 of a request's 3 tries (both invalid) and dies; worker B (another store, same cache) makes
+    only the third: 3 tries for the key in all, not 2 + 3."""
+    cache = SharedCache(tmp_path / "cache")
+
+    class DiesOnThirdCall(Drifting):
+        def complete(self, request):
+            if sum(self.calls.values()) == 2:
+                raise Killed
+            return super().complete(request)
+
+    a = LLMClient(DiesOnThirdCall(["not json"]), CallStore(tmp_path / "a.jsonl"), max_attempts=3, progress=False,
+                  shared=cache)
+    try:
+        a.run_one(req(0), ChecklistJudgment)
+    except Killed:
+        pass
+    a.store.close()
+    with a.shared._lock:  # the kernel frees a dead process's lock; here the same process stands for both machines
+        fds = list(a.shared._held.values())
+        a.shared._held.clear()
+    for fd in fds:
+        import os
+
+        os.close(fd)
+    b_server = Drifting(["still not json", GOOD])
+    b = LLMClient(b_server, CallStore(tmp_path / "b.jsonl"), max_attempts=3, progress=False, shared=cache)
+    result = b.run_one(req(0), ChecklistJudgment)
+    assert b_server.calls == {req(0).key: 1}  # only the third try
+    assert not result.ok and result.attempts == 3
+    assert [r.response_text for r in b.store.attempts(req(0).key)] == ["not json", "not json", "still not json"]
+    assert cache.tries(req(0).key) is None and len(cache.get(req(0).key)) == 3  # settled: 3 tries, no loose ones

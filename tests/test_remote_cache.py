@@ -94,10 +94,10 @@ def test_a_dead_holders_claim_is_taken_over_once_when_stale_and_a_live_one_is_ke
         dead._held.clear()  # killed: no heartbeat, no release
     w1, w2 = cache(s3, "stale", stale_s=1.0), cache(s3, "stale", stale_s=1.0)
     assert not w1.claim(KEY)
-    time.sleep(2.2)  # S3 keeps Last-Modified to the second
+    time.sleep(3.2)  # stale after 1 s, counted from the end of the Last-Modified second
     assert w1.claim(KEY)  # taken over (If-Match on the stale claim's ETag)
     assert not w2.claim(KEY)  # ... by one waiter only: the claim is w1's and fresh now
-    time.sleep(2.2)  # w1 is alive: its heartbeat refreshes the claim every stale_s / 6
+    time.sleep(3.2)  # w1 is alive: its heartbeat refreshes the claim every stale_s / 6
     assert not w2.claim(KEY)
     w1.release(KEY)
     assert w2.claim(KEY)
@@ -186,3 +186,13 @@ def test_the_stores_secret_is_masked_like_an_api_key(s3, monkeypatch):
     assert secret[3:15] in redact(f"boto said {secret[3:15]}")  # not known yet
     cache(s3, "secret")
     assert secret[3:15] not in redact(f"boto said {secret[3:15]}")
+
+
+def test_unsettled_tries_round_trip(s3):
+    c = cache(s3, "tries")
+    assert c.tries(KEY) is None
+    c.put_tries(KEY, [record("bad", ok=False)])
+    assert [r.response_text for r in cache(s3, "tries").tries(KEY)] == ["bad"]
+    assert not c.has(KEY)  # tries are no settled entry
+    c.drop_tries(KEY)
+    assert c.tries(KEY) is None

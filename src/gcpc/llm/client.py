@@ -210,6 +210,7 @@ class LLMClient:
         self.used_keys: set[str] = set()
         self._exhausted: dict[str, CallResult] = {}
         self._looked: dict[str, float] = {}  # key -> when it was last found claimed by another worker
+        self._tried: set[str] = set()  # keys whose unsettled tries this client wrote to (or read from) the shared cache
         self.calls_made = 0
         self._failures: dict[str, ProviderError] = {}
         self.sleep: Callable[[float], Any] = time.sleep
@@ -330,6 +331,27 @@ class LLMClient:
 
         prefetch([k for k in keys if not answered_here(k)])
 
+    def _resume_tries(self, key: str) -> None:
+        """Tries of this key that another worker made but did not settle (it was killed part-way through them),
+        copied into this store before asking: attempts count per key, whichever stage or machine made them."""
+        tries = getattr(self.shared, "tries", None)
+        theirs = tries(key) if tries is not None else None
+        if not theirs:
+            return
+        mine = self.store.attempts(key)
+        for record in theirs:
+            if not any(self._same(record, m) for m in mine):
+                held = self.store.outcomes(key)
+                self.store.append(record.model_copy(update={"attempt": (held[-1].attempt if held else 0) + 1}))
+        self._tried.add(key)
+
+    def _save_tries(self, key: str) -> None:
+        """After an invalid answer: the key's tries so far, where the next holder of its claim finds them."""
+        put = getattr(self.shared, "put_tries", None)
+        if put is not None:
+            put(key, self.store.attempts(key))
+            self._tried.add(key)
+
     def _release(self, key: str) -> None:
         if self.shared is not None:
             self.shared.release(key)
@@ -347,6 +369,9 @@ class LLMClient:
             return None
         mine = self.store.attempts(key)
         held = self.shared.put(key, mine)
+        if key in self._tried:  # settled: its unsettled tries are history now
+            self._tried.discard(key)
+            self.shared.drop_tries(key)
         if held and self.retry_refused and is_refusal(held[-1]) and not self._same(held[-1], mine[-1]):
             held = self.shared.put(key, mine, replace=True)  # a refusal asked again on purpose: the new outcome holds
         if not held or self._same(held[-1], mine[-1]):
@@ -483,6 +508,7 @@ class LLMClient:
         if isinstance(go, CallResult):
             return go
         try:
+            self._resume_tries(key)
             attempt, invalid, _ = self._history(key)
             while invalid < self.max_attempts:
                 attempt += 1
@@ -490,6 +516,7 @@ class LLMClient:
                 if done is not None:
                     return done
                 invalid += 1
+                self._save_tries(key)
             return self._failed(key, attempt)
         finally:
             self._release(key)
@@ -557,6 +584,7 @@ class LLMClient:
         if isinstance(go, CallResult):
             return go
         try:
+            self._resume_tries(key)
             attempt, invalid, _ = self._history(key)
             while invalid < self.max_attempts:
                 attempt += 1
@@ -564,6 +592,7 @@ class LLMClient:
                 if done is not None:
                     return done
                 invalid += 1
+                self._save_tries(key)
             return self._failed(key, attempt)
         finally:
             self._release(key)

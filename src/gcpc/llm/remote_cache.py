@@ -47,6 +47,8 @@ SCHEMES = ("s3://",)
 POLL_S = 1.0
 """How often a worker waiting for another machine's answer looks again (each look is 2-3 billed requests)."""
 PREFETCH_THREADS = 16
+LAST_MODIFIED_RESOLUTION_S = 1.0
+"""S3's Last-Modified is whole seconds: a claim's age is counted from the end of its second (never too old)."""
 STALE_ENV = "GCPC_CACHE_CLAIM_STALE_S"
 """Seconds after which a claim nobody refreshes is taken over (default `CLAIM_STALE_S`)."""
 
@@ -218,6 +220,32 @@ class ObjectStoreCache:
             return self.put(key, records, replace=True)  # a damaged entry: replaced by a whole one
         return records
 
+    # ---- unsettled tries (a worker killed part-way through a request's tries) ---------------------
+    def tries(self, key: str) -> list[CallRecord] | None:
+        """The invalid tries the last holder of the key's claim made without settling it, or None."""
+        got = self._get(self.object_key(key, ".tries.jsonl"))
+        if got is None:
+            return None
+        try:
+            records = [CallRecord.model_validate(json.loads(line)) for line in got[0].decode("utf-8").split("\n") if line.strip()]
+        except ValueError:
+            return None
+        return [r for r in records if r.key == key] or None
+
+    def put_tries(self, key: str, records: list[CallRecord]) -> None:
+        """Written by the claim's holder only (one writer), replaced whole."""
+        self._count("PUT")
+        self.client.put_object(Bucket=self.bucket, Key=self.object_key(key, ".tries.jsonl"),
+                               Body="".join(redact(canonical_json(r)) + "\n" for r in records).encode("utf-8"))
+
+    def drop_tries(self, key: str) -> None:
+        self._count("DELETE")
+        try:
+            self.client.delete_object(Bucket=self.bucket, Key=self.object_key(key, ".tries.jsonl"))
+        except Exception as exc:
+            if _status(exc) != 404:
+                raise
+
     # ---- in-flight claims -----------------------------------------------------------------------
     def claim(self, key: str) -> bool:
         """True when this process now holds the key's claim (and so pays for it); False while another live
@@ -251,7 +279,7 @@ class ObjectStoreCache:
             if _status(exc) != 404:
                 raise
             return None  # released meanwhile: the holder's answer is (about to be) there; the caller looks again
-        age = time.time() - head["LastModified"].timestamp()
+        age = time.time() - head["LastModified"].timestamp() - LAST_MODIFIED_RESOLUTION_S
         if age <= self.stale_s:
             return None
         self._count("PUT")
@@ -282,7 +310,7 @@ class ObjectStoreCache:
             if _status(exc) == 404:
                 return None
             raise
-        return max(0.0, time.time() - head["LastModified"].timestamp())
+        return max(0.0, time.time() - head["LastModified"].timestamp() - LAST_MODIFIED_RESOLUTION_S)
 
     def stale(self, key: str) -> bool:
         """Always False: a stale claim is taken over inside `claim` (atomically), never ignored."""

@@ -122,6 +122,34 @@ class SharedCache:
         finally:
             Path(tmp).unlink(missing_ok=True)
 
+    # ---- unsettled tries (a worker killed part-way through a request's tries) ---------------------
+    def tries_path(self, key: str) -> Path:
+        return self.path(key).with_name(f"{key}.tries.jsonl")
+
+    def tries(self, key: str) -> list[CallRecord] | None:
+        """The invalid tries the last holder of the key's claim made without settling it, or None."""
+        try:
+            data = self.tries_path(key).read_text(encoding="utf-8")
+            records = [CallRecord.model_validate(json.loads(line)) for line in data.split("\n") if line.strip()]
+        except (FileNotFoundError, NotADirectoryError, ValueError):
+            return None
+        return [r for r in records if r.key == key] or None
+
+    def put_tries(self, key: str, records: list[CallRecord]) -> None:
+        """Written by the claim's holder only (one writer), replaced whole."""
+        path = self.tries_path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{key[:12]}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+                fh.write("".join(redact(canonical_json(r)) + "\n" for r in records))
+            os.replace(tmp, path)
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+
+    def drop_tries(self, key: str) -> None:
+        self.tries_path(key).unlink(missing_ok=True)
+
     # ---- in-flight claims ---------------------------------------------------------------------
     def claim_path(self, key: str) -> Path:
         return self.path(key).with_suffix(".claim")

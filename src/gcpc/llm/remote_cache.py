@@ -110,21 +110,22 @@ class ObjectStoreCache:
     # ---- connection -----------------------------------------------------------------------------
     @property
     def client(self) -> Any:
-        if self._client is None:
-            try:
-                import boto3
-                from botocore.config import Config
-            except ImportError:
-                raise RuntimeError(f"cache_dir: {self.url} needs boto3: install the team extra "
-                                   f"(uv sync --locked --extra team; docs/team.md)") from None
-            self._client = boto3.session.Session().client(
-                "s3", config=Config(retries={"max_attempts": 5, "mode": "standard"}, connect_timeout=10, read_timeout=60))
-        return self._client
+        with self._count_lock:  # one client, also when the prefetch threads ask first
+            if self._client is None:
+                try:
+                    import boto3
+                    from botocore.config import Config
+                except ImportError:
+                    raise RuntimeError(f"cache_dir: {self.url} needs boto3: install the team extra "
+                                       f"(uv sync --locked --extra team; docs/team.md)") from None
+                self._client = boto3.session.Session().client(
+                    "s3", config=Config(retries={"max_attempts": 5, "mode": "standard"}, connect_timeout=10, read_timeout=60))
+            return self._client
 
     def _forked(self) -> None:
         """In a forked child: the parent's claims, heartbeat and connection stay the parent's."""
         self._held, self._lock, self._beat, self._client = {}, threading.Lock(), None, None
-        self._listed, self._prefetched = {}, {}
+        self._listed, self._prefetched, self._count_lock = {}, {}, threading.Lock()
 
     def _count(self, kind: str) -> None:
         with self._count_lock:

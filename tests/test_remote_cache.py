@@ -61,7 +61,7 @@ def test_urls_and_settings(monkeypatch):
 def test_make_client_puts_the_cache_on_the_store_for_an_s3_url(monkeypatch, tmp_path):
     from gcpc.llm import make_client
 
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-000000000000000000")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-Rb5Kq9Wm2Zt7Xv4Hc8")
     client = make_client({"provider": "openai", "model": "m", "cache_dir": "s3://lab/calls"}, tmp_path / "c.jsonl")
     assert isinstance(client.shared, ObjectStoreCache) and (client.shared.bucket, client.shared.prefix) == ("lab", "calls")
     client.store.close()

@@ -99,7 +99,7 @@ def test_readme_names_every_data_and_llm_config():
 
 
 def test_readme_install_lines_agree_with_command_1():
-    command_1 = "uv sync --locked --extra test --extra inspect"
+    command_1 = "uv sync --locked --extra test --extra inspect --extra team"
     assert command_1 in README.split("## Two commands", 1)[1].split("```", 2)[1]
     text = README.replace("\n", " ")
     for m in re.finditer(r"uv sync [^`]*", text):

@@ -12,6 +12,7 @@ the request keys match the recording) or `mode: batch` (use the provider's Batch
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -21,6 +22,7 @@ from typing import Any
 from gcpc.llm.base import LLMRequest, Message, Provider, ReplayMiss
 from gcpc.llm.client import LLMClient
 from gcpc.llm.settings import LLMSettings, sampling_params
+from gcpc.llm.remote_cache import ObjectStoreCache, is_url
 from gcpc.llm.shared_cache import PAID_PROVIDERS, SharedCache, default_dir
 from gcpc.llm.store import CallStore
 from gcpc.llm.usage import summarize_usage, write_usage_summary
@@ -70,12 +72,15 @@ def request_identity(cfg: dict[str, Any]) -> tuple[str, str]:
     return provider, cfg["model"]
 
 
-def shared_cache(cfg: dict[str, Any]) -> SharedCache | None:
+def shared_cache(cfg: dict[str, Any]) -> SharedCache | ObjectStoreCache | None:
     """The shared call cache for a config: paid providers only (also in replay mode, which then reads it)."""
     settings = _settings(cfg)
     provider, _ = request_identity(cfg)
     if provider not in PAID_PROVIDERS:
         return None
+    configured = settings.cache_dir or os.environ.get("GCPC_CACHE_DIR")
+    if is_url(configured):  # a lab's cache on an S3-compatible object store (docs/team.md)
+        return ObjectStoreCache(configured)  # type: ignore[arg-type]
     where = default_dir(settings.cache_dir)
     return SharedCache(where) if where is not None else None
 

@@ -209,6 +209,8 @@ class LLMClient:
         self._collected: set[str] = set()
         self.used_keys: set[str] = set()
         self._exhausted: dict[str, CallResult] = {}
+        self._looked: dict[str, float] = {}  # key -> when it was last found claimed by another worker
+        self._tried: set[str] = set()  # keys whose unsettled tries this client wrote to (or read from) the shared cache
         self.calls_made = 0
         self._failures: dict[str, ProviderError] = {}
         self.sleep: Callable[[float], Any] = time.sleep
@@ -257,12 +259,33 @@ class LLMClient:
         if self.shared is None:
             return None
         records = self.shared.get(key)
-        if not records or not (records[-1].ok or (is_refusal(records[-1]) and not self.retry_refused)):
+        if not records or (is_refusal(records[-1]) and self.retry_refused):
             return None
-        final = self.store.adopt(records)[-1]
-        self.shared_hits += 1
-        return CallResult(key=key, ok=final.ok, parsed=final.parsed, attempts=final.attempt, error=final.error, cached=True,
-                          refused=not final.ok)
+        return self._adopt(key, records)
+
+    def _adopt(self, key: str, records: list[CallRecord]) -> CallResult:
+        """The key's settled outcome from the shared cache (an answer, a refusal, or tries that all failed
+        validation: one key, one answer), copied into this store unless it holds that outcome already."""
+        held = self.store.outcomes(key)
+        final = records[-1]
+        if held and self._same(self.store.attempts(key)[-1], final):
+            final = final.model_copy(update={"attempt": held[-1].attempt})  # this store's own entry: nothing to copy
+        else:
+            final = self.store.adopt(records)[-1]
+            self.shared_hits += 1
+        if final.ok:
+            self._exhausted.pop(key, None)
+            return CallResult(key=key, ok=True, parsed=final.parsed, attempts=final.attempt, cached=True)
+        result = CallResult(key=key, ok=False, parsed=None, attempts=final.attempt, error=final.error, cached=True,
+                            refused=is_refusal(final))
+        if not result.refused:
+            self._exhausted[key] = result
+        return result
+
+    @staticmethod
+    def _same(a: CallRecord, b: CallRecord) -> bool:
+        """The same outcome (whatever its attempt number): the entry a store shared is its own last attempt."""
+        return (a.ok, a.error, a.parsed, a.response_text, a.request_id) == (b.ok, b.error, b.parsed, b.response_text, b.request_id)
 
     def _claim(self, key: str) -> CallResult | bool:
         """May this worker pay for `key`? True when it holds the shared cache's claim (or there is no shared
@@ -270,7 +293,11 @@ class LLMClient:
         or the outcome another worker stored meanwhile."""
         if self.shared is None:
             return True
+        now = time.monotonic()
+        if now - self._looked.get(key, -1e9) < self._poll_s:
+            return False  # found claimed a moment ago: look again at the cache's pace (a concurrent run requeues fast)
         if self.shared.claim(key):
+            self._looked.pop(key, None)
             known = self._known(key)  # finished by another worker between our first look and our claim
             if known is not None:
                 self.shared.release(key)
@@ -278,8 +305,52 @@ class LLMClient:
             return True
         known = self._known(key)
         if known is not None:
+            self._looked.pop(key, None)
             return known
-        return self.shared.stale(key)
+        if self.shared.stale(key):
+            return True
+        self._looked[key] = now
+        return False
+
+    @property
+    def _poll_s(self) -> float:
+        """How often to look again for a claimed request's answer: the cache's own pace (an object store charges
+        per request, `remote_cache.POLL_S`), else `CLAIM_POLL_S`."""
+        return float(getattr(self.shared, "poll_s", CLAIM_POLL_S))
+
+    def _prefetch(self, keys: list[str]) -> None:
+        """A remote shared cache (`remote_cache.py`) looks up, in parallel, the keys this store cannot answer."""
+        prefetch = getattr(self.shared, "prefetch", None)
+        if prefetch is None:
+            return
+
+        def answered_here(key: str) -> bool:  # what `_known` answers from this store, before the shared cache
+            held = self.store.outcomes(key)
+            refused = bool(held) and not self.retry_refused and (held[-1].error or "").startswith(REFUSED)
+            return key in self._exhausted or refused or any(e.ok for e in held)
+
+        prefetch([k for k in keys if not answered_here(k)])
+
+    def _resume_tries(self, key: str) -> None:
+        """Tries of this key that another worker made but did not settle (it was killed part-way through them),
+        copied into this store before asking: attempts count per key, whichever stage or machine made them."""
+        tries = getattr(self.shared, "tries", None)
+        theirs = tries(key) if tries is not None else None
+        if not theirs:
+            return
+        mine = self.store.attempts(key)
+        for record in theirs:
+            if not any(self._same(record, m) for m in mine):
+                held = self.store.outcomes(key)
+                self.store.append(record.model_copy(update={"attempt": (held[-1].attempt if held else 0) + 1}))
+        self._tried.add(key)
+
+    def _save_tries(self, key: str) -> None:
+        """After an invalid answer: the key's tries so far, where the next holder of its claim finds them."""
+        put = getattr(self.shared, "put_tries", None)
+        if put is not None:
+            put(key, self.store.attempts(key))
+            self._tried.add(key)
 
     def _release(self, key: str) -> None:
         if self.shared is not None:
@@ -290,9 +361,22 @@ class LLMClient:
         if self.shared is not None and not self.shared.has(key):
             self._share(key)
 
-    def _share(self, key: str) -> None:
-        if self.shared is not None:
-            self.shared.put(key, self.store.attempts(key))
+    def _share(self, key: str) -> CallResult | None:
+        """Settle the key in the shared cache with this store's attempts. The first writer of a key wins: when
+        another worker settled it first (its claim was taken over as stale, or it ran without one), that
+        outcome is adopted and returned, so every reader of the key sees one answer; else None."""
+        if self.shared is None:
+            return None
+        mine = self.store.attempts(key)
+        held = self.shared.put(key, mine)
+        if key in self._tried:  # settled: its unsettled tries are history now
+            self._tried.discard(key)
+            self.shared.drop_tries(key)
+        if held and self.retry_refused and is_refusal(held[-1]) and not self._same(held[-1], mine[-1]):
+            held = self.shared.put(key, mine, replace=True)  # a refusal asked again on purpose: the new outcome holds
+        if not held or self._same(held[-1], mine[-1]):
+            return None
+        return self._adopt(key, held)
 
     @staticmethod
     def _base(request: LLMRequest, key: str, attempt: int) -> dict[str, Any]:
@@ -364,21 +448,24 @@ class LLMClient:
         and stop the stage on a transport failure (a re-run resumes here)."""
         self.store.append(record)
         if record.ok:
-            self._share(key)
-            return CallResult(key=key, ok=True, parsed=record.parsed, attempts=record.attempt)
+            return self._share(key) or CallResult(key=key, ok=True, parsed=record.parsed, attempts=record.attempt)
         if is_refusal(record):
-            self._share(key)
-            return CallResult(key=key, ok=False, parsed=None, attempts=record.attempt, error=record.error, refused=True)
+            return self._share(key) or CallResult(key=key, ok=False, parsed=None, attempts=record.attempt, error=record.error,
+                                                  refused=True)
         if record.error and record.error.startswith("provider error"):
             raise self._stop(key, request, record)
         return None
 
     def _failed(self, key: str, attempt: int) -> CallResult:
-        """A failed unit: the last recorded error, never a coerced verdict."""
+        """A failed unit: the last recorded error, never a coerced verdict. Its tries are settled in the shared
+        cache like an answer (one key, one answer): another stage, arm or machine asking the same key gets
+        this failure, not fresh tries that could answer differently (issue 37)."""
         attempts = self.store.outcomes(key)
         result = CallResult(key=key, ok=False, parsed=None, attempts=attempt, error=attempts[-1].error if attempts else None)
-        self._exhausted[key] = result
-        return result
+        settled = self._share(key)  # None: this outcome is the key's
+        if settled is None:
+            self._exhausted[key] = result
+        return settled or result
 
     def _stop(self, key: str, request: LLMRequest, record: CallRecord) -> ProviderError:
         # Transport failures are logged, then stop the stage: a re-run resumes here. Rejected credentials
@@ -416,11 +503,12 @@ class LLMClient:
         while go is False:
             if not wait:
                 return None
-            self.sleep(CLAIM_POLL_S)
+            self.sleep(self._poll_s)
             go = self._claim(key)
         if isinstance(go, CallResult):
             return go
         try:
+            self._resume_tries(key)
             attempt, invalid, _ = self._history(key)
             while invalid < self.max_attempts:
                 attempt += 1
@@ -428,6 +516,7 @@ class LLMClient:
                 if done is not None:
                     return done
                 invalid += 1
+                self._save_tries(key)
             return self._failed(key, attempt)
         finally:
             self._release(key)
@@ -450,6 +539,7 @@ class LLMClient:
             # what is known, what is pending and every call are decided on the loop thread (the only store writer)
             done = self._on_loop(self._arun(requests, keys, output_type, check, desc))
             return [done[k] for k in keys]
+        self._prefetch(keys)
         results: dict[str, CallResult] = {}
         pending: dict[str, LLMRequest] = {}
         for request, key in zip(requests, keys, strict=True):
@@ -489,11 +579,12 @@ class LLMClient:
         while go is False:
             if not wait:
                 return None
-            await asyncio.sleep(CLAIM_POLL_S)
+            await asyncio.sleep(self._poll_s)
             go = self._claim(key)
         if isinstance(go, CallResult):
             return go
         try:
+            self._resume_tries(key)
             attempt, invalid, _ = self._history(key)
             while invalid < self.max_attempts:
                 attempt += 1
@@ -501,6 +592,7 @@ class LLMClient:
                 if done is not None:
                     return done
                 invalid += 1
+                self._save_tries(key)
             return self._failed(key, attempt)
         finally:
             self._release(key)
@@ -580,6 +672,7 @@ class LLMClient:
 
     async def _arun_pending(self, requests: Sequence[LLMRequest], keys: list[str], output_type: type[BaseModel],
                             check: Check | None, desc: str) -> dict[str, CallResult]:
+        self._prefetch(keys)
         results: dict[str, CallResult] = {}
         pending: dict[str, LLMRequest] = {}
         for request, key in zip(requests, keys, strict=True):

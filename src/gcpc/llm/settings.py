@@ -133,7 +133,8 @@ class LLMSettings(_Strict):
     context_window: int | None = Field(default=None, ge=1, description="model context window in tokens; the judge "
                                                                        "view is truncated to fit it")
     cache_dir: str | None = Field(default=None, description="shared call cache outside the workspace; default "
-                                                             "$GCPC_CACHE_DIR, else the user cache dir; 'off' disables it")
+                                                             "$GCPC_CACHE_DIR, else the user cache dir; 'off' disables it; "
+                                                             "s3://bucket/prefix: on an object store (docs/team.md)")
 
     @field_validator("api_key_env")
     @classmethod

@@ -9,9 +9,11 @@ what the stage used, so outputs are byte-identical whether an answer came from t
 from here.
 
 Layout: `<dir>/<key[:2]>/<key>.jsonl`, the request's attempts as call-store lines (redacted like
-the store). Each entry is written to a unique temporary file and renamed into place, so any
-number of concurrent writers is safe: a reader sees a whole entry or none, and two writers of the
-same key write the same answer. Only paid providers use it (anthropic, openai); the heuristic and
+the store). Each entry is written to a unique temporary file and linked into place, so any
+number of concurrent writers is safe: a reader sees a whole entry or none, and the first writer of a
+key wins (a later writer gets the held entry back and uses it: one key, one answer). An entry is a
+request's settled outcome: an answer, a recorded refusal, or `max_attempts` answers that all failed
+validation. Only paid providers use it (anthropic, openai); the heuristic and
 replay providers cost nothing and are never cached here.
 
 In-flight claims: two processes missing the same key at once (queued experiments run with
@@ -24,7 +26,8 @@ a holder that stops refreshing its claim (a frozen process, a lock lost on a net
 is stale after `CLAIM_STALE_S` seconds and the waiter asks itself.
 
 Location: `cache_dir` in the llm config, else `$GCPC_CACHE_DIR`, else `$XDG_CACHE_HOME/gcpc/calls`
-(`~/.cache/gcpc/calls`). The value `off` disables the cache.
+(`~/.cache/gcpc/calls`). The value `off` disables the cache; an `s3://bucket/prefix` URL puts it on an
+S3-compatible object store shared by a lab's machines (`remote_cache.py`, docs/team.md).
 """
 
 from __future__ import annotations
@@ -93,7 +96,9 @@ class SharedCache:
             return None
         return records
 
-    def put(self, key: str, records: list[CallRecord]) -> None:
+    def put(self, key: str, records: list[CallRecord], *, replace: bool = False) -> list[CallRecord]:
+        """Store a request's settled attempts unless its key is settled already; the entry that holds (the
+        first writer's: one key, one answer). `replace` (an explicit re-ask, `retry_refused`) overwrites."""
         path = self.path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         text = "".join(redact(canonical_json(r)) + "\n" for r in records)
@@ -103,10 +108,47 @@ class SharedCache:
                 fh.write(text)
                 fh.flush()
                 os.fsync(fh.fileno())
+            if not replace:
+                try:
+                    os.link(tmp, path)  # atomic, and fails when the key is settled already
+                    return records
+                except FileExistsError:
+                    held = self.get(key)
+                    if held is not None:
+                        return held
+                    # a damaged entry: replaced by a whole one below
             os.replace(tmp, path)
-        except BaseException:
+            return records
+        finally:
             Path(tmp).unlink(missing_ok=True)
-            raise
+
+    # ---- unsettled tries (a worker killed part-way through a request's tries) ---------------------
+    def tries_path(self, key: str) -> Path:
+        return self.path(key).with_name(f"{key}.tries.jsonl")
+
+    def tries(self, key: str) -> list[CallRecord] | None:
+        """The invalid tries the last holder of the key's claim made without settling it, or None."""
+        try:
+            data = self.tries_path(key).read_text(encoding="utf-8")
+            records = [CallRecord.model_validate(json.loads(line)) for line in data.split("\n") if line.strip()]
+        except (FileNotFoundError, NotADirectoryError, ValueError):
+            return None
+        return [r for r in records if r.key == key] or None
+
+    def put_tries(self, key: str, records: list[CallRecord]) -> None:
+        """Written by the claim's holder only (one writer), replaced whole."""
+        path = self.tries_path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{key[:12]}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+                fh.write("".join(redact(canonical_json(r)) + "\n" for r in records))
+            os.replace(tmp, path)
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+
+    def drop_tries(self, key: str) -> None:
+        self.tries_path(key).unlink(missing_ok=True)
 
     # ---- in-flight claims ---------------------------------------------------------------------
     def claim_path(self, key: str) -> Path:

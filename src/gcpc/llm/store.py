@@ -373,8 +373,9 @@ class CallStore:
         return list(self._index.get(key, ()))
 
     def finished(self, key: str) -> CallRecord | None:
-        """The successful record for a request, if one was already made."""
-        for entry in self._index.get(key, ()):
+        """The successful record for a request, if one was already made (the last: when another worker settled the
+        key first, its answer is adopted after this store's own, and every reader takes that one)."""
+        for entry in reversed(self._index.get(key, ())):
             if entry.ok:
                 return self._read(entry)
         return None

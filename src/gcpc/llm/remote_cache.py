@@ -1,0 +1,339 @@
+"""The shared call cache on an S3-compatible object store: one lab, one cache, every machine (docs/team.md).
+
+`cache_dir: s3://bucket/prefix` in the llm config (or `GCPC_CACHE_DIR=s3://bucket/prefix`) puts the shared
+call cache (`shared_cache.py`) in a bucket instead of on local disk, so an answer paid on one machine is
+reused on every other before any stage output exists, and two machines judging at once pay each key once.
+Local disk stays the default; this is opt-in and needs the `team` extra (boto3).
+
+Connection: boto3's own settings from the environment, never from a committed file: `AWS_ENDPOINT_URL`
+(or `AWS_ENDPOINT_URL_S3`) for a store other than AWS (MinIO, Ceph, R2, moto), `AWS_ACCESS_KEY_ID` /
+`AWS_SECRET_ACCESS_KEY` (or a profile, `AWS_PROFILE`), `AWS_DEFAULT_REGION`. The same variables serve DVC's
+`dvc-s3` remote, so one set of settings serves both.
+
+Layout, as on disk: `<prefix>/<key[:2]>/<key>.jsonl` (a request's settled attempts, redacted call-store lines)
+and `<prefix>/<key[:2]>/<key>.claim` (who is asking now). Every write is conditional:
+
+* an entry is written with `If-None-Match: *`: the first writer of a key wins, and a later writer (a machine
+  whose claim was taken over as stale and which then finished anyway) gets the stored entry back and uses it:
+  one key, one answer, whoever asked;
+* a claim is created with `If-None-Match: *` (atomic: of two machines claiming a key at the same moment one
+  gets 412 Precondition Failed and waits for the other's answer); its holder re-writes it every
+  `stale_s / 6` seconds (a heartbeat); a claim not refreshed for `stale_s` seconds (its holder was killed,
+  or lost its network) is taken over with `If-Match: <its ETag>`, so of several waiters exactly one takes it.
+
+S3 has offered these conditional writes since 2024 (`If-None-Match` on PutObject in August, `If-Match` in
+November); MinIO and moto's server mode implement them too. A store that ignores the headers loses the
+atomicity (two machines could both pay for a key, and the later entry would replace the earlier one); the
+claim is then only a best effort, as with a shared network folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+import uuid
+import weakref
+from typing import Any
+
+from gcpc.io import canonical_json
+from gcpc.llm.base import CallRecord
+from gcpc.llm.secrets import redact, register
+from gcpc.llm.shared_cache import CLAIM_STALE_S
+
+SCHEMES = ("s3://",)
+POLL_S = 1.0
+"""How often a worker waiting for another machine's answer looks again (each look is 2-3 billed requests)."""
+PREFETCH_THREADS = 16
+LAST_MODIFIED_RESOLUTION_S = 1.0
+"""S3's Last-Modified is whole seconds: a claim's age is counted from the end of its second (never too old)."""
+STALE_ENV = "GCPC_CACHE_CLAIM_STALE_S"
+"""Seconds after which a claim nobody refreshes is taken over (default `CLAIM_STALE_S`)."""
+
+
+def is_url(value: str | None) -> bool:
+    return bool(value) and value.strip().lower().startswith(SCHEMES)  # type: ignore[union-attr]
+
+
+def stale_seconds() -> float:
+    raw = os.environ.get(STALE_ENV)
+    if not raw:
+        return CLAIM_STALE_S
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"environment: {STALE_ENV}={raw!r} is not a number of seconds") from None
+    if value <= 0:
+        raise ValueError(f"environment: {STALE_ENV}={raw!r} must be > 0")
+    return value
+
+
+def _status(exc: Exception) -> int | None:
+    response = getattr(exc, "response", None) or {}
+    status = (response.get("ResponseMetadata") or {}).get("HTTPStatusCode")
+    if status is None:
+        code = (response.get("Error") or {}).get("Code")
+        status = {"PreconditionFailed": 412, "NoSuchKey": 404, "404": 404, "ConditionalRequestConflict": 409}.get(code)
+    return status
+
+
+class ObjectStoreCache:
+    """`SharedCache`'s interface (has, get, put, claim, release, claim_age, stale) on an S3 bucket."""
+
+    def __init__(self, url: str, *, stale_s: float | None = None, client: Any = None):
+        if not is_url(url):
+            raise ValueError(f"cache_dir: {url!r} is not an object-store URL (s3://bucket/prefix)")
+        rest = url.strip()[len("s3://"):]
+        bucket, _, prefix = rest.partition("/")
+        if not bucket:
+            raise ValueError(f"cache_dir: {url!r} names no bucket (s3://bucket/prefix)")
+        self.url = url.strip().rstrip("/")
+        self.bucket = bucket
+        self.prefix = prefix.strip("/")
+        self.stale_s = stale_seconds() if stale_s is None else stale_s
+        for name in ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"):  # masked like API keys wherever text is written
+            register(os.environ.get(name, ""))
+        self.poll_s = POLL_S
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._client = client
+        self._held: dict[str, str] = {}  # key -> ETag of the claim object this process wrote
+        self._prefetched: dict[str, tuple[bytes, str] | None] = {}  # key -> its entry looked up ahead (None: none)
+        self._listed: dict[str, set[str]] = {}  # shard (key[:2]) -> object names listed there once (`has`)
+        self._lock = threading.Lock()
+        self._beat: threading.Thread | None = None
+        self._count_lock = threading.Lock()
+        self.requests: dict[str, int] = {}  # store operations by kind (GET, HEAD, PUT, DELETE): what it costs
+        _CACHES.add(self)
+
+    # ---- connection -----------------------------------------------------------------------------
+    @property
+    def client(self) -> Any:
+        with self._count_lock:  # one client, also when the prefetch threads ask first
+            if self._client is None:
+                try:
+                    import boto3
+                    from botocore.config import Config
+                except ImportError:
+                    raise RuntimeError(f"cache_dir: {self.url} needs boto3: install the team extra "
+                                       f"(uv sync --locked --extra team; docs/team.md)") from None
+                self._client = boto3.session.Session().client(
+                    "s3", config=Config(retries={"max_attempts": 5, "mode": "standard"}, connect_timeout=10, read_timeout=60))
+            return self._client
+
+    def _forked(self) -> None:
+        """In a forked child: the parent's claims, heartbeat and connection stay the parent's."""
+        self._held, self._lock, self._beat, self._client = {}, threading.Lock(), None, None
+        self._listed, self._prefetched, self._count_lock = {}, {}, threading.Lock()
+
+    def _count(self, kind: str) -> None:
+        with self._count_lock:
+            self.requests[kind] = self.requests.get(kind, 0) + 1
+
+    def object_key(self, key: str, suffix: str = ".jsonl") -> str:
+        if len(key) < 8 or not all(c in "0123456789abcdef" for c in key):
+            raise ValueError(f"shared cache: {key!r} is not a request key")
+        name = f"{key[:2]}/{key}{suffix}"
+        return f"{self.prefix}/{name}" if self.prefix else name
+
+    def _get(self, name: str) -> tuple[bytes, str] | None:
+        self._count("GET")
+        try:
+            got = self.client.get_object(Bucket=self.bucket, Key=name)
+        except Exception as exc:  # botocore.exceptions.ClientError
+            if _status(exc) == 404:
+                return None
+            raise
+        return got["Body"].read(), got.get("ETag", "")
+
+    # ---- entries --------------------------------------------------------------------------------
+    def has(self, key: str) -> bool:
+        """Whether the key is settled here. Asked for every request a stage's own store already answers (to
+        repair a kill between the two writes), so it lists the key's shard once (`<prefix>/<key[:2]>/`, one
+        request per 1,000 entries) instead of a HEAD per key; a key not listed is looked up itself."""
+        shard = key[:2]
+        with self._lock:
+            listed = self._listed.get(shard)
+        if listed is None:
+            listed = set()
+            base = self.object_key(key)[: -len(key) - len(".jsonl")]
+            for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=base):
+                self._count("LIST")
+                listed.update(o["Key"][len(base):] for o in page.get("Contents", []))
+            with self._lock:
+                self._listed[shard] = listed
+        if f"{key}.jsonl" in listed:
+            return True
+        self._count("HEAD")
+        try:
+            self.client.head_object(Bucket=self.bucket, Key=self.object_key(key))
+        except Exception as exc:
+            if _status(exc) == 404:
+                return False
+            raise
+        return True
+
+    def prefetch(self, keys: list[str]) -> None:
+        """Look the keys up in parallel (`PREFETCH_THREADS` at once) before a run goes through them one by one:
+        each lookup is a round trip to the store. A key's prefetched result serves its next `get` only (a later
+        `get`, after a claim, asks the store again)."""
+        todo = [k for k in dict.fromkeys(keys) if k not in self._prefetched]
+        if len(todo) < 2:
+            return
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(PREFETCH_THREADS) as pool:
+            for key, got in zip(todo, pool.map(lambda k: self._get(self.object_key(k)), todo), strict=True):
+                with self._lock:
+                    self._prefetched[key] = got
+
+    def get(self, key: str) -> list[CallRecord] | None:
+        """The settled attempts stored for a request, or None. A damaged entry is a miss."""
+        with self._lock:
+            fetched = self._prefetched.pop(key, False)
+        got = self._get(self.object_key(key)) if fetched is False else fetched
+        if got is None:
+            return None
+        try:
+            records = [CallRecord.model_validate(json.loads(line)) for line in got[0].decode("utf-8").split("\n") if line.strip()]
+        except ValueError:
+            return None
+        if not records or any(r.key != key for r in records):
+            return None
+        return records
+
+    def put(self, key: str, records: list[CallRecord], *, replace: bool = False) -> list[CallRecord]:
+        """Store a request's settled attempts unless the key is settled already; the entry that holds (the
+        first writer's). `replace` (an explicit re-ask: `retry_refused`) overwrites."""
+        body = "".join(redact(canonical_json(r)) + "\n" for r in records).encode("utf-8")
+        extra = {} if replace else {"IfNoneMatch": "*"}
+        self._count("PUT")
+        try:
+            self.client.put_object(Bucket=self.bucket, Key=self.object_key(key), Body=body,
+                                   ContentType="application/x-ndjson", **extra)
+        except Exception as exc:
+            if _status(exc) not in (412, 409):
+                raise
+            held = self.get(key)
+            if held is not None:
+                return held
+            return self.put(key, records, replace=True)  # a damaged entry: replaced by a whole one
+        return records
+
+    # ---- unsettled tries (a worker killed part-way through a request's tries) ---------------------
+    def tries(self, key: str) -> list[CallRecord] | None:
+        """The invalid tries the last holder of the key's claim made without settling it, or None."""
+        got = self._get(self.object_key(key, ".tries.jsonl"))
+        if got is None:
+            return None
+        try:
+            records = [CallRecord.model_validate(json.loads(line)) for line in got[0].decode("utf-8").split("\n") if line.strip()]
+        except ValueError:
+            return None
+        return [r for r in records if r.key == key] or None
+
+    def put_tries(self, key: str, records: list[CallRecord]) -> None:
+        """Written by the claim's holder only (one writer), replaced whole."""
+        self._count("PUT")
+        self.client.put_object(Bucket=self.bucket, Key=self.object_key(key, ".tries.jsonl"),
+                               Body="".join(redact(canonical_json(r)) + "\n" for r in records).encode("utf-8"))
+
+    def drop_tries(self, key: str) -> None:
+        self._count("DELETE")
+        try:
+            self.client.delete_object(Bucket=self.bucket, Key=self.object_key(key, ".tries.jsonl"))
+        except Exception as exc:
+            if _status(exc) != 404:
+                raise
+
+    # ---- in-flight claims -----------------------------------------------------------------------
+    def claim(self, key: str) -> bool:
+        """True when this process now holds the key's claim (and so pays for it); False while another live
+        holder does. A stale claim (not refreshed for `stale_s`) is taken over atomically (`If-Match`)."""
+        with self._lock:
+            if key in self._held:
+                return True
+        name = self.object_key(key, ".claim")
+        body = canonical_json({"owner": self.owner}).encode()
+        self._count("PUT")
+        try:
+            put = self.client.put_object(Bucket=self.bucket, Key=name, Body=body, IfNoneMatch="*")
+        except Exception as exc:
+            if _status(exc) not in (412, 409):
+                raise
+            put = self._take_over(name, body)
+            if put is None:
+                return False
+        with self._lock:
+            self._held[key] = put.get("ETag", "")
+            if self._beat is None:
+                self._beat = threading.Thread(target=self._heartbeat, name="gcpc-remote-claims", daemon=True)
+                self._beat.start()
+        return True
+
+    def _take_over(self, name: str, body: bytes) -> dict[str, Any] | None:
+        self._count("HEAD")
+        try:
+            head = self.client.head_object(Bucket=self.bucket, Key=name)
+        except Exception as exc:
+            if _status(exc) != 404:
+                raise
+            return None  # released meanwhile: the holder's answer is (about to be) there; the caller looks again
+        age = time.time() - head["LastModified"].timestamp() - LAST_MODIFIED_RESOLUTION_S
+        if age <= self.stale_s:
+            return None
+        self._count("PUT")
+        try:
+            return self.client.put_object(Bucket=self.bucket, Key=name, Body=body, IfMatch=head["ETag"])
+        except Exception as exc:
+            if _status(exc) in (412, 409, 404):
+                return None  # another waiter took it over first, or the holder refreshed it
+            raise
+
+    def release(self, key: str) -> None:
+        with self._lock:
+            etag = self._held.pop(key, None)
+        if etag is None:
+            return
+        self._count("DELETE")
+        try:
+            self.client.delete_object(Bucket=self.bucket, Key=self.object_key(key, ".claim"))
+        except Exception as exc:
+            if _status(exc) != 404:
+                raise
+
+    def claim_age(self, key: str) -> float | None:
+        self._count("HEAD")
+        try:
+            head = self.client.head_object(Bucket=self.bucket, Key=self.object_key(key, ".claim"))
+        except Exception as exc:
+            if _status(exc) == 404:
+                return None
+            raise
+        return max(0.0, time.time() - head["LastModified"].timestamp() - LAST_MODIFIED_RESOLUTION_S)
+
+    def stale(self, key: str) -> bool:
+        """Always False: a stale claim is taken over inside `claim` (atomically), never ignored."""
+        return False
+
+    def _heartbeat(self) -> None:
+        while True:
+            time.sleep(max(0.05, self.stale_s / 6))
+            with self._lock:
+                held = dict(self._held)
+            body = canonical_json({"owner": self.owner}).encode()
+            for key, etag in held.items():
+                try:
+                    self._count("PUT")
+                    put = self.client.put_object(Bucket=self.bucket, Key=self.object_key(key, ".claim"), Body=body,
+                                                 IfMatch=etag)
+                except Exception:
+                    continue  # released meanwhile, or taken over after all (the entry write is first-writer-wins)
+                with self._lock:
+                    if key in self._held:
+                        self._held[key] = put.get("ETag", "")
+
+
+_CACHES: weakref.WeakSet[ObjectStoreCache] = weakref.WeakSet()
+os.register_at_fork(after_in_child=lambda: [c._forked() for c in list(_CACHES)])

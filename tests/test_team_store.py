@@ -1,0 +1,345 @@
+"""A lab's paper run, paid once (issue 37): results through a DVC remote and the call cache on an S3-compatible
+object store, with two (then three) clones standing for machines.
+
+moto's server mode (the `team` extra) is the S3-compatible store, on 127.0.0.1; the fake OpenAI-compatible
+server (tests/fakeservers) is the paid judge and counts every request. The project is the judge part of the
+pipeline on `data=smoke` (the demo's 4-trajectory subset: ingested and its checklists frozen by the heuristic
+generator, committed), with two judge arms (`gcpc`, `tick`) and finalize, a DVC remote `s3://lab/dvc` in
+`.dvc/config` (no endpoint, no credentials: those come from the environment) and `GCPC_CACHE_DIR=s3://lab/calls`.
+
+1. A judges `gcpc` and is killed (SIGKILL, DVC and the stage) after half its requests were answered, with the
+   next one held in flight by the server;
+2. B (its own clone, DVC cache and user cache) runs the same stage: the server sees only the keys A never stored
+   (the one A had in flight among them; B takes over A's dead claim once it is stale);
+3. A and B judge `tick` at the same time: no key reaches the server twice;
+4. A runs the rest (0 requests), commits and pushes (`dvc push --run-cache`, `git push`); a third clone C
+   pulls: `dvc repro` runs nothing, `dvc repro -f` (call cache off) makes 0 requests, and every output is
+   byte-identical to A's; then A runs an experiment and pushes it (`dvc exp push`), C pulls and applies it
+   (`dvc exp pull`, `dvc exp apply`): 0 requests, outputs byte-identical;
+5. canary: no object in the bucket (remote and call cache, gzip members opened) holds any 12-character run of
+   the API key, although one reply of the server carried the key.
+
+Request counts per step are printed (and written to $GCPC_TEAM_COUNTS when set) for docs/team.md."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from fakeservers import FakeOpenAI, Fault
+
+from gcpc.io import iter_jsonl
+
+ROOT = Path(__file__).resolve().parents[1]
+KEY = "sk-lab-CANARY-" + "7Qx2Lm9Pz4Rt8Vw3Ky6Nb1Hd5Jf0Gs"
+KEY_B = "sk-lab-CANARY-" + "Wd3Fh8Jk1Lp6Zx9Cv4Bn2Mq7Ry5Tu0"
+"""Each machine its own key (both canaries): the server tells the machines apart by the key they send."""
+SECRET = "lab-secret-" + "Hk4Wq8Zr2Tn6Yb0Pm3Vx7Jc5Ls9Fd1G"
+"""The store's secret access key: a canary too."""
+pytestmark = pytest.mark.slow
+
+ARMS = ("gcpc", "tick")
+
+
+def _moto():
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed (the test clones a repository three times)")
+    try:
+        from moto.server import ThreadedMotoServer
+        import boto3  # noqa: F401
+        import dvc_s3  # noqa: F401
+    except ImportError as exc:
+        pytest.skip(f"the team extra is not installed ({exc.name}): uv sync --locked --extra team")
+    import logging
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    try:
+        server.start()
+        host, port = server.get_host_and_port()
+    except Exception as exc:  # noqa: BLE001 - any failure to listen is a skip, with its reason
+        pytest.skip(f"moto's S3 server could not start on 127.0.0.1: {exc}")
+    return server, f"http://{host}:{port}"
+
+
+@pytest.fixture(scope="module")
+def store():
+    server, url = _moto()
+    import boto3
+
+    s3 = boto3.client("s3", endpoint_url=url, aws_access_key_id="lab-access", aws_secret_access_key=SECRET,
+                      region_name="us-east-1")
+    s3.create_bucket(Bucket="lab")
+    yield url, s3
+    server.stop()
+
+
+def _env(home: Path, endpoint: str, key: str = KEY, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and not k.startswith(("AWS_", "GCPC_"))}
+    env.update(OPENAI_API_KEY=key, GCPC_CACHE_DIR="s3://lab/calls", GCPC_CACHE_CLAIM_STALE_S="3",
+               AWS_ENDPOINT_URL=endpoint, AWS_ACCESS_KEY_ID="lab-access", AWS_SECRET_ACCESS_KEY=SECRET,
+               AWS_DEFAULT_REGION="us-east-1", XDG_CACHE_HOME=str(home / "user-cache"), HOME=str(home),
+               PATH=str(Path(sys.executable).parent) + os.pathsep + os.environ.get("PATH", ""), DVC_NO_ANALYTICS="1",
+               GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
+    env.update(extra)
+    return env
+
+
+def _run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, f"{' '.join(args)} -> {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return proc
+
+
+def _smoke_params(tmp: Path) -> dict:
+    from gcpc.params import compose, load_params
+
+    compose(tmp / "params.yaml", ["data=smoke"], ROOT / "conf")
+    return load_params(tmp / "params.yaml")
+
+
+def _stage(arm: str) -> dict:
+    return {"cmd": f"python -m gcpc.judging {arm}",
+            "deps": ["data/processed/ingest/trajectories.jsonl", "data/processed/ingest/tasks.jsonl",
+                     "data/processed/synthesize/checklists.jsonl", "prompts/judging"],
+            "params": ["judge", "judging", f"arm.{arm}"],
+            "outs": [{f"data/processed/judge/{arm}": {"persist": True}}]}
+
+
+@pytest.fixture(scope="module")
+def origin(tmp_path_factory, store) -> Path:
+    """A bare git repository: the smoke corpus (ingested, checklists frozen) and the judge pipeline, with the remote."""
+    from gcpc.corpus.ingest import run as ingest
+    from gcpc.corpus.models import Task
+    from gcpc.io import read_models
+    from gcpc.synthesis.generate import SynthesisSettings
+    from gcpc.synthesis.stage import synthesize_all
+
+    tmp = tmp_path_factory.mktemp("origin")
+    work = tmp / "work"
+    params = _smoke_params(tmp)
+    processed = work / "data" / "processed"
+    ingest({**params["data"], "out_dir": str(processed / "ingest")}, ROOT)
+    tasks = read_models(processed / "ingest" / "tasks.jsonl", Task)
+    settings = SynthesisSettings.from_params({**params["synthesis"], "prompts_dir": str(ROOT / "prompts")})
+    synthesize_all(tasks, {"provider": "heuristic", "model": "gcpc-heuristic-v1", "max_tokens": 4096, "seed": 0,
+                           "temperature": 0.0}, settings, processed / "synthesize", progress=False)
+    for name in ("attempts.jsonl", "llm_calls.jsonl", "usage_summary.json"):
+        (processed / "synthesize" / name).unlink(missing_ok=True)
+    shutil.copytree(ROOT / "prompts" / "judging", work / "prompts" / "judging")
+    judge = {"provider": "openai", "model": "gpt-fake-1", "base_url": "http://127.0.0.1:1/v1", "temperature": 0.0,
+             "seed": 0, "max_tokens": 2048, "max_attempts": 2, "concurrency": 1, "timeout_s": 60.0,
+             "retry": {"max_retries": 2, "backoff_base_s": 0.01, "backoff_max_s": 0.05, "max_retry_after_s": 1.0}}
+    project = {"judge": judge, "judging": params["judging"], "scoring": params["scoring"],
+               "arm": {a: params["arm"][a] for a in ARMS}}
+    (work / "params.yaml").write_text(yaml.safe_dump(project, sort_keys=True))
+    stages = {f"judge_{a}": _stage(a) for a in ARMS}
+    stages["finalize"] = {"cmd": "python -m gcpc.scoring",
+                          "deps": ["data/processed/ingest/trajectories.jsonl", "data/processed/judge"],
+                          "params": ["arm", "scoring"], "outs": ["data/processed/finalize"]}
+    (work / "dvc.yaml").write_text(yaml.safe_dump({"stages": stages}, sort_keys=False))
+    (work / ".gitignore").write_text("/data/processed/judge\n/data/processed/finalize\n")
+    env = _env(tmp, store[0])
+    for args in (["git", "init", "-q", "-b", "main"], ["dvc", "init", "-q"],
+                 ["dvc", "remote", "add", "-d", "lab", "s3://lab/dvc"], ["git", "add", "-A"], ["git", "commit", "-qm", "base"],
+                 ["git", "clone", "-q", "--bare", str(work), str(tmp / "origin.git")]):
+        _run(args, work, env)
+    return tmp / "origin.git"
+
+
+def _clone(origin: Path, dest: Path, endpoint: str, base_url: str, key: str = KEY) -> tuple[Path, dict[str, str]]:
+    dest.mkdir(parents=True)
+    env = _env(dest, endpoint, key)
+    _run(["git", "clone", "-q", str(origin), str(dest / "gcpc")], dest, env)
+    work = dest / "gcpc"
+    params = yaml.safe_load((work / "params.yaml").read_text())
+    # the server's port is this test's: set on each machine, the way a lab points at its own server (the key ignores it)
+    params["judge"]["base_url"] = base_url
+    (work / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=True))
+    _run(["git", "commit", "-qam", "judge server of this test"], work, env)
+    return work, env
+
+
+def _digest(body: dict) -> str:
+    """The request as the server saw it: the fake server's request id (`req_<this>`), which the call store records."""
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:24]
+
+
+def _asked(server: FakeOpenAI, start: int = 0, key: str | None = None) -> list[str]:
+    with server.lock:
+        return [_digest(r["body"]) for r in server.requests[start:]
+                if "chat/completions" in r["route"] and (key is None or r["auth"] == f"Bearer {key}")]
+
+
+def _stored_ok(work: Path, arm: str) -> set[str]:
+    path = work / "data" / "processed" / "judge" / arm / "llm_calls.jsonl"
+    if not path.exists():
+        return set()
+    from gcpc.llm.store import iter_call_records
+
+    return {r["request_id"].removeprefix("req_").removeprefix("chatcmpl-") for r in iter_call_records(path, resolve=False) if r["ok"]}
+
+
+def _outputs(work: Path) -> dict[str, bytes]:
+    out = {}
+    for sub in ("judge", "finalize"):
+        for p in sorted((work / "data" / "processed" / sub).rglob("*")):
+            if p.is_file():
+                out[p.relative_to(work).as_posix()] = p.read_bytes()
+    out["dvc.lock"] = (work / "dvc.lock").read_bytes()
+    return out
+
+
+def _runs(text: str, n: int = 12) -> set[str]:
+    return {text[i:i + n] for i in range(len(text) - n + 1)}
+
+
+def test_two_machines_pay_each_key_once_and_a_third_reproduces_from_the_store(origin, store, tmp_path):
+    endpoint, s3 = store
+    counts: dict[str, object] = {}
+    held = threading.Event()
+
+    with FakeOpenAI() as server:
+        base_url = server.url + "/v1"
+        a, env_a = _clone(origin, tmp_path / "A", endpoint, base_url)
+        b, env_b = _clone(origin, tmp_path / "B", endpoint, base_url, KEY_B)
+        n_trajectories = sum(1 for _ in iter_jsonl(a / "data" / "processed" / "ingest" / "trajectories.jsonl"))
+
+        # 1. A judges gcpc; the server holds A's third request in flight, and A is killed there
+        seen = {"n": 0}
+
+        def hold_third(body: str) -> Fault | None:
+            with server.lock:
+                seen["n"] += 1
+                third = seen["n"] == n_trajectories // 2 + 1
+            if third:
+                held.set()
+                return Fault(kind="delay", seconds=30.0)
+            return None
+
+        server.fault_rules.append(hold_third)
+        proc = subprocess.Popen(["dvc", "repro", "judge_gcpc"], cwd=a, env=env_a, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        assert held.wait(240), f"A never sent its third request:\n{proc.communicate(timeout=60)[0][-3000:]}"
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+        server.fault_rules.clear()
+        a_asked = _asked(server)
+        a_stored = _stored_ok(a, "gcpc")
+        counts["1. A judges gcpc, killed"] = {"requests": len(a_asked), "answers A stored": len(a_stored),
+                                              "in flight when killed": len(a_asked) - len(a_stored)}
+        assert len(a_stored) == n_trajectories // 2 and len(a_asked) == len(a_stored) + 1
+
+        # 2. B runs the same stage: only the keys A never stored reach the server; one reply carries the API key
+        #    (an invalid answer, asked again within the key's tries): the canary of step 5
+        server.faults.append(Fault(kind="content", text=json.dumps({"verdicts": f"leaked {KEY_B}"})))
+        start = len(server.requests)
+        t0 = time.monotonic()
+        _run(["dvc", "repro", "judge_gcpc"], b, env_b)
+        b_asked = _asked(server, start)
+        counts["2. B resumes gcpc"] = {"requests": len(b_asked), "distinct keys": len(set(b_asked)),
+                                       "keys A had stored among them": len(set(b_asked) & a_stored),
+                                       "seconds": round(time.monotonic() - t0, 1)}
+        assert not set(b_asked) & a_stored, "B asked a key whose answer A had stored"
+        assert len(set(b_asked)) == n_trajectories - len(a_stored)
+        assert len(b_asked) == len(set(b_asked)) + 1  # the canary's invalid reply, retried once (max_attempts 2)
+        assert _stored_ok(b, "gcpc") == set(a_asked) | set(b_asked)
+
+        # 3. A and B judge tick at the same time: no key twice. The server answers slowly (1.5 s a request) and B
+        #    starts once A's first request has arrived, so the two runs overlap for sure
+        start = len(server.requests)
+        server.latency_s = 1.5
+        procs = [subprocess.Popen(["dvc", "repro", "judge_tick"], cwd=a, env=env_a, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, text=True)]
+        deadline = time.monotonic() + 240
+        while not _asked(server, start) and procs[0].poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        procs.append(subprocess.Popen(["dvc", "repro", "judge_tick"], cwd=b, env=env_b, stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, text=True))
+        outs = [p.communicate(timeout=600)[0] for p in procs]
+        server.latency_s = 0.0
+        assert all(p.returncode == 0 for p in procs), "\n".join(o[-3000:] for o in outs)
+        tick_asked = _asked(server, start)
+        tick_keys = _stored_ok(a, "tick")
+        counts["3. A and B judge tick concurrently"] = {"requests": len(tick_asked), "distinct keys": len(set(tick_asked)),
+                                                        "keys in the arm": len(tick_keys),
+                                                        "asked by A": len(_asked(server, start, KEY)),
+                                                        "asked by B": len(_asked(server, start, KEY_B))}
+        assert len(tick_asked) == len(set(tick_asked)), "a tick key reached the server twice"
+        assert _asked(server, start, KEY) and _asked(server, start, KEY_B), "the two runs did not overlap"
+        assert set(tick_asked) == tick_keys == _stored_ok(b, "tick")
+
+        # 4. A finishes (0 requests), commits and pushes; C pulls and reproduces
+        start = len(server.requests)
+        _run(["dvc", "repro"], a, env_a)
+        counts["4a. A runs the rest (gcpc from the cache, finalize)"] = {"requests": len(_asked(server, start))}
+        assert not _asked(server, start)
+        _run(["git", "add", "-A"], a, env_a)
+        _run(["git", "commit", "-qm", "judged"], a, env_a)
+        _run(["dvc", "push", "--run-cache"], a, env_a)
+        _run(["git", "push", "-q", "origin", "HEAD:main"], a, env_a)
+        c_home = tmp_path / "C"
+        c_home.mkdir()
+        env_c = _env(c_home, endpoint)
+        _run(["git", "clone", "-q", str(origin), str(c_home / "gcpc")], c_home, env_c)
+        c = c_home / "gcpc"
+        start = len(server.requests)
+        _run(["dvc", "pull", "--run-cache"], c, env_c)
+        status = _run(["dvc", "status", "--json"], c, env_c).stdout
+        assert json.loads(status or "{}") == {}, status
+        _run(["dvc", "repro"], c, env_c)
+        assert _outputs(c) == _outputs(a)
+        env_off = dict(env_c, GCPC_CACHE_DIR="off")  # only C's own (pulled) call stores: they hold every answer
+        _run(["dvc", "repro", "-f"], c, env_off)
+        counts["4b. C pulls, dvc repro, dvc repro -f with the call cache off"] = {"requests": len(_asked(server, start))}
+        assert not _asked(server, start)
+        assert _outputs(c) == _outputs(a)
+
+        # 4c. an experiment: A runs one (a scoring variant: no new request), pushes it; C pulls and applies it
+        start = len(server.requests)
+        _run(["dvc", "exp", "run", "-n", "no-endpoint", "-S", "scoring.endpoint=false"], a, env_a)
+        _run(["dvc", "exp", "push", "--run-cache", "origin", "no-endpoint"], a, env_a)
+        _run(["dvc", "exp", "pull", "--run-cache", "origin", "no-endpoint"], c, env_c)
+        _run(["dvc", "exp", "apply", "no-endpoint"], c, env_c)
+        assert json.loads(_run(["dvc", "status", "--json"], c, env_c).stdout or "{}") == {}
+        counts["4c. A: dvc exp run + dvc exp push; C: dvc exp pull + dvc exp apply"] = {"requests": len(_asked(server, start))}
+        assert not _asked(server, start)
+        assert _outputs(c) == _outputs(a) and (c / "params.yaml").read_bytes() == (a / "params.yaml").read_bytes()
+        counts["total requests"] = len(_asked(server))
+        counts["distinct keys judged"] = len(_stored_ok(a, "gcpc") | tick_keys)
+
+    # 5. canary over every object in the bucket
+    objects, masked, sizes = 0, 0, {"calls": [0, 0], "dvc": [0, 0]}
+    needles = _runs(KEY) | _runs(KEY_B) | _runs(SECRET)
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket="lab"):
+        for obj in page.get("Contents", []):
+            data = s3.get_object(Bucket="lab", Key=obj["Key"])["Body"].read()
+            if data[:2] == b"\x1f\x8b":
+                data = gzip.decompress(data)
+            text = data.decode("utf-8", errors="replace")
+            objects += 1
+            part = sizes[obj["Key"].split("/")[0]]
+            part[0] += 1
+            part[1] += obj["Size"]
+            masked += "[REDACTED]" in text
+            leaked = [n for n in needles if n in text]
+            assert not leaked, f"{obj['Key']} holds {leaked[0]!r}, a run of the API key"
+    counts["objects in the bucket (remote + call cache)"] = objects
+    counts["bytes stored"] = {"call cache (calls/)": {"objects": sizes["calls"][0], "bytes": sizes["calls"][1]},
+                              "DVC remote (dvc/)": {"objects": sizes["dvc"][0], "bytes": sizes["dvc"][1]}}
+    assert masked >= 1, "the reply that carried the key reached no object (the canary proves nothing)"
+    assert any(o["Key"].startswith("calls/") for o in s3.list_objects_v2(Bucket="lab")["Contents"])
+    print(json.dumps(counts, indent=1))
+    if os.environ.get("GCPC_TEAM_COUNTS"):
+        Path(os.environ["GCPC_TEAM_COUNTS"]).write_text(json.dumps(counts, indent=1) + "\n")

@@ -97,8 +97,9 @@ def print_estimate(result: dict[str, Any]) -> None:
     print(f"{result['provider']} {result['model']}  tokenizer: {result['tokenizer']}  structured_output: "
           f"{result['structured_output']}  min cacheable: {result['min_cacheable_tokens']}  trajectories: {result['trajectories']}")
     w = max([14, *(len(name) for name in result["arms"])])
-    print("ratio: batch + caching over sync; floor: its lower bound for any request layout (prompts under the "
-          "minimum cacheable length are never cached); /floor: batch + caching over that bound")
+    print("ratio: batch + caching over sync; floor: the bound a layout of these messages can reach (each shared prefix "
+          "written once, each request's own tail at the input price, the rest read from cache; prompts under the minimum "
+          "cacheable length never cached), over sync; /floor: batch + caching over that bound")
     print(f"{'arm':{w}s} {'requests':>8s} {'input tok':>11s} {'output tok':>10s} {'sync $':>10s} {'batch $':>10s} "
           f"{'batch+cache $':>13s} {'ratio':>6s} {'floor':>6s} {'/floor':>6s} {'new calls':>9s}")
     fmt = lambda v: f"{v:10.4f}" if isinstance(v, float) else f"{'-':>10s}"  # noqa: E731
@@ -108,7 +109,7 @@ def print_estimate(result: dict[str, Any]) -> None:
         c = a["cost"] or {}
         print(f"{name:{w}s} {a['requests']:8d} {a['input_tokens']:11d} {a['output_tokens']:10d} {fmt(c.get('sync'))} "
               f"{fmt(c.get('batch'))} {fmt(c.get('batch_cached')):>13s} {c.get('batch_cached_over_sync') or '-':>6} "
-              f"{c.get('any_layout_floor_over_sync') or '-':>6} {c.get('batch_cached_over_floor') or '-':>6} {calls:9d}")
+              f"{c.get('achievable_floor_over_sync') or '-':>6} {c.get('batch_cached_over_floor') or '-':>6} {calls:9d}")
 
 
 def main(argv: list[str] | None = None) -> int:

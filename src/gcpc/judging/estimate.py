@@ -60,25 +60,7 @@ def estimate_judges(params: dict[str, Any], ingest_dir: Path, synth_dir: Path, j
     for judge_name, llm_cfg in judges.items():
         shape = json.dumps({k: llm_cfg.get(k) for k in SAME_REQUESTS}, sort_keys=True)
         if shape not in built:
-            distinct: dict[str, Priced] = {}
-            arm_keys: dict[str, list[str]] = {}
-            new_calls: dict[str, int] = {}
-            n_trajectories = 0
-            for name in arms or sorted(params.get("arm") or {}):
-                before = set(distinct)
-                keys: dict[str, None] = {}  # this arm's request keys in first-seen order
-                n_trajectories = 0
-                # chunk by chunk, as the judge stage reads them: only one chunk's trajectories and rendered requests
-                # are held (all of them at once took 15 GB at 20,818 trajectories and kept growing: bench_scale)
-                for part in trajectory_chunks(ingest_dir / "trajectories.jsonl", CHUNK_TRAJECTORIES, CHUNK_BYTES):
-                    n_trajectories += len(part)
-                    requests = arm_requests(judging | {"judge": llm_cfg}, name, part, checklists, tasks)
-                    keys.update(dict.fromkeys(summarize(requests, distinct)))  # a task's TICK questions recur per chunk
-                    del requests
-                arm_keys[name] = list(keys)
-                # identical requests of arms priced earlier are one call (request keys leave out `purpose`)
-                new_calls[name] = len(set(arm_keys[name]) - before)
-            built[shape] = distinct, arm_keys, new_calls, n_trajectories
+            built[shape] = build_arm_requests(judging, ingest_dir, checklists, tasks, llm_cfg, arms or sorted(params.get("arm") or {}))
         distinct, arm_keys, new_calls, n_trajectories = built[shape]
         out: dict[str, Any] = {"provider": llm_cfg.get("provider"), "model": llm_cfg.get("model"),
                                "tokenizer": tokenizer_name(), "min_cacheable_tokens": llm_cfg.get("min_cacheable_tokens"),
@@ -91,6 +73,35 @@ def estimate_judges(params: dict[str, Any], ingest_dir: Path, synth_dir: Path, j
         out["experiment"] = price_arms({"all": list(distinct)}, distinct, llm_cfg)["all"] | {"calls": len(distinct)}
         results[judge_name] = out
     return results
+
+
+def build_arm_requests(params: dict[str, Any], ingest_dir: Path, checklists: dict, tasks: dict, llm_cfg: dict[str, Any],
+                       arms: list[str], trajectories: list[Trajectory] | None = None
+                       ) -> tuple[dict[str, Priced], dict[str, list[str]], dict[str, int], int]:
+    """(distinct requests by key, each arm's request keys in first-seen order, each arm's requests not sent by an
+    arm before it, trajectories) of judging `arms` with `llm_cfg`: over `trajectories` when given, else over
+    the ingested ones, chunk by chunk as the judge stage reads them."""
+    distinct: dict[str, Priced] = {}
+    arm_keys: dict[str, list[str]] = {}
+    new_calls: dict[str, int] = {}
+    n_trajectories = 0
+    for name in arms:
+        before = set(distinct)
+        keys: dict[str, None] = {}  # this arm's request keys in first-seen order
+        n_trajectories = 0
+        # chunk by chunk, as the judge stage reads them: only one chunk's trajectories and rendered requests
+        # are held (all of them at once took 15 GB at 20,818 trajectories and kept growing: bench_scale)
+        chunks = ([trajectories] if trajectories else []) if trajectories is not None else \
+            trajectory_chunks(ingest_dir / "trajectories.jsonl", CHUNK_TRAJECTORIES, CHUNK_BYTES)
+        for part in chunks:
+            n_trajectories += len(part)
+            requests = arm_requests(params | {"judge": llm_cfg}, name, part, checklists, tasks)
+            keys.update(dict.fromkeys(summarize(requests, distinct)))  # a task's TICK questions recur per chunk
+            del requests
+        arm_keys[name] = list(keys)
+        # identical requests of arms priced earlier are one call (request keys leave out `purpose`)
+        new_calls[name] = len(set(arm_keys[name]) - before)
+    return distinct, arm_keys, new_calls, n_trajectories
 
 
 def print_estimate(result: dict[str, Any]) -> None:

@@ -130,9 +130,10 @@ def summarize(requests: list[LLMRequest], into: dict[str, Priced]) -> list[str]:
     """Add the requests not yet in `into` (by request key); returns the keys of `requests`, in order."""
     keys = []
     for r in requests:
-        if r.key not in into:
-            into[r.key] = _priced(r)
-        keys.append(r.key)
+        key = r.key  # computed from the whole request each time it is read
+        if key not in into:
+            into[key] = _priced(r)
+        keys.append(key)
     return keys
 
 

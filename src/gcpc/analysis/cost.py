@@ -112,21 +112,31 @@ class Stored:
         return key in self.keys or (self.shared is not None and self.shared.has(key))
 
 
-def priced_stage(parts: dict[str, list[str]], distinct: dict[str, Priced], llm_cfg: dict[str, Any], stored: Stored,
-                 notes: dict[str, str] | None = None) -> dict[str, Any]:
-    """One stage: per part (and `stage`, the whole) its requests, those already stored (cost 0), and the priced rest."""
+def priced_stage(parts: dict[str, list[str]], distinct: dict[str, Priced], llm_cfg: dict[str, Any], stored: Stored | dict[str, Stored],
+                 notes: dict[str, str] | None = None, shared: bool = True) -> dict[str, Any]:
+    """One stage: per part (and `total`, the whole) its requests, those already stored (cost 0), and the priced rest.
+
+    `stored`: one for the stage, or one per part (parts with their own call stores: the judge arms). `shared`: a
+    request several parts send is one call (one client, or the shared call cache between them); else each part
+    sends its own (separate stores with the shared cache off)."""
     parts = {name: list(dict.fromkeys(keys)) for name, keys in parts.items()}  # one call per distinct request
-    held = {k for keys in parts.values() for k in keys if stored(k)}
-    todo = {name: [k for k in keys if k not in held] for name, keys in parts.items()}
-    every = list(dict.fromkeys(k for keys in parts.values() for k in keys))
-    todo["stage"] = [k for k in every if k not in held]
+    held_in = {name: {k for k in keys if (stored[name] if isinstance(stored, dict) else stored)(k)} for name, keys in parts.items()}
+    todo = {name: [k for k in keys if k not in held_in[name]] for name, keys in parts.items()}
+    if shared:
+        held = set().union(*held_in.values())
+        every = list(dict.fromkeys(k for keys in parts.values() for k in keys))
+        todo["stage"] = [k for k in every if k not in held]
+        n_all, n_held = len(every), len(held & set(every))
+    else:
+        todo["stage"] = [k for keys in todo.values() for k in keys]
+        n_all, n_held = sum(map(len, parts.values())), sum(map(len, held_in.values()))
     priced = price_arms(todo, distinct, llm_cfg)
     out: dict[str, Any] = {"provider": llm_cfg.get("provider"), "model": llm_cfg.get("model"), "parts": {}}
     for name, keys in parts.items():
         out["parts"][name] = {"requests_in_all": len(keys), "stored": len(keys) - len(todo[name])} | priced[name]
         if notes and name in notes:
             out["parts"][name]["note"] = notes[name]
-    out["total"] = {"requests_in_all": len(every), "stored": len(held)} | priced["stage"]
+    out["total"] = {"requests_in_all": n_all, "stored": n_held} | priced["stage"]
     return out
 
 
@@ -192,10 +202,12 @@ def _stream(ingest_dir: Path):
 
 def analysis_stages(params: dict[str, Any], ingest_dir: Path, judge_root: Path, processed: Path, checklists: dict,
                     tasks: dict, judge_cfg: dict[str, Any], swap_cfg: dict[str, Any], judge_built: tuple,
-                    fresh: bool) -> dict[str, Any]:
+                    fresh: bool, ignore_stores: bool | None = None) -> dict[str, Any]:
     """The rejudge (repeated passes, second judge) and controls stages' requests."""
-    from gcpc.analysis.controls import evidence_replacements, idle_trajectories
+    from gcpc.analysis.controls import idle_trajectories
     from gcpc.analysis.rejudge import select_sample
+
+    unstored = fresh if ignore_stores is None else ignore_stores
 
     analysis = resolve_analysis(params.get("analysis"), params.get("arm"))
     judging = {k: params[k] for k in ("arm", "judging") if k in params}
@@ -230,7 +242,7 @@ def analysis_stages(params: dict[str, Any], ingest_dir: Path, judge_root: Path, 
     for k in range(2, int(rj["passes"]) + 1):
         parts[f"pass {k}"] = summarize([r.model_copy(update={"repeat": k}) for r in base], distinct)
     stores = [processed / "rejudge" / f"llm_calls_pass{k}.jsonl" for k in range(2, int(rj["passes"]) + 1)]
-    out = {"rejudge": priced_stage(parts, distinct, judge_cfg, Stored(stores, judge_cfg, fresh)) | note}
+    out = {"rejudge": priced_stage(parts, distinct, judge_cfg, Stored(stores, judge_cfg, unstored)) | note}
     if swap_cfg.get("judgments"):
         out["swap"] = {"provider": None, "model": None, "parts": {}, "total": None,
                        "note": f"analysis.rejudge.swap_judge.judgments: {swap_cfg['judgments']} is read, no call"}
@@ -238,7 +250,7 @@ def analysis_stages(params: dict[str, Any], ingest_dir: Path, judge_root: Path, 
         d2: dict[str, Priced] = {}
         keys = summarize(arm_requests(judging | {"judge": swap_cfg}, arm, sample, checklists, tasks) if sample else [], d2)
         out["swap"] = priced_stage({arm: keys}, d2, swap_cfg, Stored([processed / "rejudge" / "llm_calls_swap.jsonl"], swap_cfg,
-                                                                       fresh)) | note
+                                                                       unstored)) | note
 
     # controls: evidence replacement and idle logs, per control arm, one call store
     d3: dict[str, Priced] = {}
@@ -266,7 +278,7 @@ def analysis_stages(params: dict[str, Any], ingest_dir: Path, judge_root: Path, 
                                                       "the arm's mean request, uncached (its log is changed)")
         parts[f"{name}: idle logs"] = summarize(arm_requests(judging | {"judge": judge_cfg}, name, idle, checklists, tasks)
                                                 if idle else [], d3)
-    out["controls"] = priced_stage(parts, d3, judge_cfg, Stored([processed / "controls" / "llm_calls.jsonl"], judge_cfg, fresh),
+    out["controls"] = priced_stage(parts, d3, judge_cfg, Stored([processed / "controls" / "llm_calls.jsonl"], judge_cfg, unstored),
                                    notes)
     return out
 
@@ -315,25 +327,35 @@ def _sum_costs(entries: list[dict[str, Any]]) -> dict[str, Any]:
 
 def command_estimate(params: dict[str, Any], ingest_dir: Path, synth_dir: Path, judge_root: Path, processed: Path, *,
                      overrides: dict[str, str] | None = None, fresh: bool = False, conf: Path = Path("conf/llm"),
-                     unpriced_as_paper: bool = False) -> dict[str, Any]:
-    """Every stage's requests priced (module docstring); per stage, per model and in total."""
+                     unpriced_as_paper: bool = False, count_stored: bool = True) -> dict[str, Any]:
+    """Every stage's requests priced (module docstring); per stage, per model and in total. `fresh`: as if nothing
+    were judged or stored; `count_stored=False`: the judgments are read (the rejudge sample, the controls' items)
+    but stored calls are priced like the rest (what the stages send on an empty call store)."""
+    unstored = fresh or not count_stored
     cfgs, replaced = roles(params, overrides, conf, unpriced_as_paper)
     task_list = read_models(ingest_dir / "tasks.jsonl", Task)
     checklist_list = read_models(synth_dir / "checklists.jsonl", Checklist)
     tasks = {(t.benchmark, t.task_id): t for t in task_list}
     checklists = {(c.benchmark, c.task_id): c for c in checklist_list}
-    stages = synthesis_stages(params, task_list, checklist_list, cfgs["generator"], processed, fresh)
+    stages = synthesis_stages(params, task_list, checklist_list, cfgs["generator"], processed, unstored)
 
     judging = {k: params[k] for k in ("arm", "judging") if k in params}
     arms = sorted(params.get("arm") or {})
     built = build_arm_requests(judging, ingest_dir, checklists, tasks, cfgs["judge"], arms)
     distinct, arm_keys, new_calls, n_trajectories = built
-    stores = [judge_root / a / "llm_calls.jsonl" for a in arms]
-    stages["judge"] = priced_stage(arm_keys, distinct, cfgs["judge"], Stored(stores, cfgs["judge"], fresh))
+    # each arm's stage has its own call store; a request another arm sent is answered from the shared call cache,
+    # when it is on (paid providers; GCPC_CACHE_DIR=off switches it off), else sent again
+    from gcpc.llm import shared_cache
+
+    shared = cfgs["judge"].get("provider") in ("heuristic", "instant") or shared_cache(cfgs["judge"]) is not None
+    stores = ({a: Stored([judge_root / a / "llm_calls.jsonl"], cfgs["judge"], unstored) for a in arms} if not shared else
+              Stored([judge_root / a / "llm_calls.jsonl" for a in arms], cfgs["judge"], unstored))
+    stages["judge"] = priced_stage(arm_keys, distinct, cfgs["judge"], stores, shared=shared)
+    stages["judge"]["shared_call_cache"] = shared
     for name in arms:
         stages["judge"]["parts"][name]["new_calls"] = new_calls[name]
     stages |= analysis_stages(params, ingest_dir, judge_root, processed, checklists, tasks, cfgs["judge"], cfgs["swap_judge"],
-                              built, fresh)
+                              built, fresh, unstored)
 
     by_model: dict[str, list[dict[str, Any]]] = {}
     for stage in stages.values():

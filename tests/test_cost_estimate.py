@@ -20,7 +20,7 @@ from fakeservers import FakeOpenAI, default_responder
 from fakeservers.openai_server import _text
 from judge_corpus import ingest_and_freeze
 
-import gcpc.llm.estimate as llm_estimate
+import gcpc.llm.tokens as llm_tokens
 from gcpc.analysis.controls import controls
 from gcpc.analysis.cost import command_estimate, print_estimate
 from gcpc.analysis.rejudge import rejudge
@@ -116,8 +116,8 @@ def test_whole_command_estimate_is_within_5_percent_of_every_stage(tmp_path, mon
         stage("rejudge+swap", lambda: rejudge(params, ingest, synth, judge_root, processed / "rejudge", progress=False))
         stage("controls", lambda: controls(params, ingest, synth, judge_root, processed / "controls", progress=False))
 
-    monkeypatch.setattr(llm_estimate, "count_tokens", chars4)  # the fake server's rule, not cl100k
-    monkeypatch.setattr(llm_estimate, "_counted", {})
+    monkeypatch.setattr(llm_tokens, "count_tokens", chars4)  # the fake server's rule, not cl100k
+    monkeypatch.setattr(llm_tokens, "_counted", {})
     est = command_estimate(params, ingest, synth, judge_root, processed, count_stored=False)
     s = est["stages"]
     got = {"synthesize": (s["synthesize"]["parts"]["first attempts"]["requests"], s["synthesize"]["parts"]["first attempts"]["input_tokens"]),

@@ -23,7 +23,7 @@ import yaml
 from gcpc.corpus.models import Task, Trajectory
 from gcpc.io import read_models, write_json
 from gcpc.params import load_params
-from gcpc.judging.stage import CHUNK_BYTES, CHUNK_TRAJECTORIES, arm_spec, judge_arm, trajectory_chunks
+from gcpc.judging.stage import ARM_KINDS, CHUNK_BYTES, CHUNK_TRAJECTORIES, arm_spec, judge_arm, trajectory_chunks
 from gcpc.judging.tick_arm import LIMITS
 from gcpc.llm.base import LLMRequest
 from gcpc.llm.estimate import Priced, RecordingClient, price_arms, summarize
@@ -32,12 +32,18 @@ from gcpc.llm.usage import applied_prices
 from gcpc.synthesis.models import Checklist
 
 
-def arm_requests(params: dict[str, Any], arm_name: str, trajectories: list[Trajectory],
-                 checklists: dict, tasks: dict) -> list[LLMRequest]:
+def recorded(params: dict[str, Any], arm_name: str, trajectories: list[Trajectory], checklists: dict, tasks: dict) -> RecordingClient:
+    """The client that recorded the requests (and their keys) the arm sends for `trajectories`."""
     arm = arm_spec(params, arm_name)
     client = RecordingClient(LIMITS["max_questions"])
-    judge_arm(arm, trajectories, llm_cfg=params["judge"], client=client, checklists=checklists, tasks=tasks)  # type: ignore[arg-type]
-    return client.requests
+    if ARM_KINDS[arm.kind].uses_model:  # a floor arm renders every view and sends nothing
+        judge_arm(arm, trajectories, llm_cfg=params["judge"], client=client, checklists=checklists, tasks=tasks)  # type: ignore[arg-type]
+    return client
+
+
+def arm_requests(params: dict[str, Any], arm_name: str, trajectories: list[Trajectory],
+                 checklists: dict, tasks: dict) -> list[LLMRequest]:
+    return recorded(params, arm_name, trajectories, checklists, tasks).requests
 
 
 def estimate(params: dict[str, Any], ingest_dir: Path, synth_dir: Path, arms: list[str] | None = None) -> dict[str, Any]:
@@ -85,9 +91,13 @@ def build_arm_requests(params: dict[str, Any], ingest_dir: Path, checklists: dic
     arm_keys: dict[str, list[str]] = {}
     new_calls: dict[str, int] = {}
     n_trajectories = 0
+    model_arms = [a for a in arms if ARM_KINDS[arm_spec(params, a).kind].uses_model]
     for name in arms:
         before = set(distinct)
         keys: dict[str, None] = {}  # this arm's request keys in first-seen order
+        if name not in model_arms and model_arms:  # floor arms send nothing (their views are counted by a model arm)
+            arm_keys[name], new_calls[name] = [], 0
+            continue
         n_trajectories = 0
         # chunk by chunk, as the judge stage reads them: only one chunk's trajectories and rendered requests
         # are held (all of them at once took 15 GB at 20,818 trajectories and kept growing: bench_scale)
@@ -95,9 +105,9 @@ def build_arm_requests(params: dict[str, Any], ingest_dir: Path, checklists: dic
             trajectory_chunks(ingest_dir / "trajectories.jsonl", CHUNK_TRAJECTORIES, CHUNK_BYTES)
         for part in chunks:
             n_trajectories += len(part)
-            requests = arm_requests(params | {"judge": llm_cfg}, name, part, checklists, tasks)
-            keys.update(dict.fromkeys(summarize(requests, distinct)))  # a task's TICK questions recur per chunk
-            del requests
+            client = recorded(params | {"judge": llm_cfg}, name, part, checklists, tasks)
+            keys.update(dict.fromkeys(summarize(client.requests, distinct, client.keys)))  # a task's TICK questions recur per chunk
+            del client
         arm_keys[name] = list(keys)
         # identical requests of arms priced earlier are one call (request keys leave out `purpose`)
         new_calls[name] = len(set(arm_keys[name]) - before)

@@ -43,7 +43,7 @@ from pydantic import BaseModel
 
 from gcpc.io import sha256_text
 from gcpc.llm.base import CallResult, LLMRequest, cached_prefix
-from gcpc.llm.tokens import OUTPUT_TOKENS, count_tokens, output_tokens, request_tokens  # noqa: F401 (re-exported for the estimate's callers)
+from gcpc.llm.tokens import OUTPUT_TOKENS, counted_tokens, output_tokens, request_tokens, text_digest  # noqa: F401 (re-exported)
 from gcpc.llm.usage import applied_prices
 
 ASSUMED_QUESTION = "Does the agent's execution satisfy the requirement that the output file is written in the requested format?"
@@ -54,14 +54,17 @@ class RecordingClient:
 
     def __init__(self, max_questions: int) -> None:
         self.requests: list[LLMRequest] = []
+        self.keys: list[str] = []  # each request's key, computed once (it serializes the whole request)
         self.max_questions = max_questions
 
     def run(self, requests: list[LLMRequest], output_type: type[BaseModel], **_: Any) -> list[CallResult]:
+        keys = [r.key for r in requests]
         self.requests.extend(requests)
+        self.keys.extend(keys)
         if output_type.__name__ == "TickChecklist":
             parsed = {"questions": [f"{ASSUMED_QUESTION} ({n})" for n in range(1, self.max_questions + 1)]}
-            return [CallResult(key=r.key, ok=True, parsed=parsed, attempts=0) for r in requests]
-        return [CallResult(key=r.key, ok=False, parsed=None, attempts=0, error="estimate: not sent") for r in requests]
+            return [CallResult(key=k, ok=True, parsed=parsed, attempts=0) for k in keys]
+        return [CallResult(key=k, ok=False, parsed=None, attempts=0, error="estimate: not sent") for k in keys]
 
 
 NATIVE_SCHEMA_MODES = ("json_schema",)
@@ -93,20 +96,8 @@ class Priced:
     its tokens): the nodes of the shared-prefix tree the achievable floor is priced on."""
 
 
-_counted: dict[bytes, int] = {}
-"""Tokens per distinct message text (by digest): a log block recurs in every arm's requests and is counted once."""
-
-
 def _digest(text: str) -> bytes:
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-
-
-def _message_tokens(text: str) -> tuple[bytes, int]:
-    d = _digest(text)
-    n = _counted.get(d)
-    if n is None:
-        n = _counted[d] = count_tokens(text)
-    return d, n
+    return text_digest(text)
 
 
 def _priced(r: LLMRequest) -> Priced:
@@ -117,7 +108,7 @@ def _priced(r: LLMRequest) -> Priced:
     total = prefix = 0
     parts = []
     for n, m in enumerate(r.messages):
-        d, k = _message_tokens(m.content)
+        d, k = counted_tokens(m.content)
         chain = hashlib.blake2b(chain + m.role.encode() + b"\x00" + d, digest_size=16).digest()
         parts.append((chain, k))
         total += k
@@ -126,11 +117,12 @@ def _priced(r: LLMRequest) -> Priced:
     return Priced(cache_identity(r), total, prefix, output_tokens(r), tuple(parts))
 
 
-def summarize(requests: list[LLMRequest], into: dict[str, Priced]) -> list[str]:
-    """Add the requests not yet in `into` (by request key); returns the keys of `requests`, in order."""
+def summarize(requests: list[LLMRequest], into: dict[str, Priced], keys_of: list[str] | None = None) -> list[str]:
+    """Add the requests not yet in `into` (by request key); returns the keys of `requests`, in order. `keys_of`: their
+    keys when already known (RecordingClient.keys; a key serializes the whole request)."""
     keys = []
-    for r in requests:
-        key = r.key  # computed from the whole request each time it is read
+    for n, r in enumerate(requests):
+        key = keys_of[n] if keys_of is not None else r.key
         if key not in into:
             into[key] = _priced(r)
         keys.append(key)

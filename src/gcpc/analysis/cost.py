@@ -50,7 +50,7 @@ from gcpc.judging.estimate import arm_requests, build_arm_requests
 from gcpc.judging.models import Judgment
 from gcpc.judging.stage import CHUNK_BYTES, CHUNK_TRAJECTORIES, trajectory_chunks
 from gcpc.llm.estimate import Priced, price_arms, summarize
-from gcpc.llm.tokens import tokenizer_name
+from gcpc.llm.tokens import text_digest, tokenizer_name
 from gcpc.llm.usage import applied_prices
 from gcpc.synthesis.models import Checklist
 
@@ -268,10 +268,11 @@ def analysis_stages(params: dict[str, Any], ingest_dir: Path, judge_root: Path, 
             n = int(ct["max_items"]) if ct["max_items"] is not None else 0
             keys = []
             if own and n:
-                mean = Priced(None, round(sum(r.input_tokens for r in own) / len(own)), 0,
-                              round(sum(r.output_tokens for r in own) / len(own)))
+                n_in = round(sum(r.input_tokens for r in own) / len(own))
+                n_out = round(sum(r.output_tokens for r in own) / len(own))
                 for i in range(n):
-                    d3[f"{name}#replace{i}"] = mean
+                    # a request of its own (its log is changed): no cache identity, one message no other request sends
+                    d3[f"{name}#replace{i}"] = Priced(None, n_in, 0, n_out, ((text_digest(f"{name}#replace{i}"), n_in),))
                     keys.append(f"{name}#replace{i}")
             parts[f"{name}: evidence replacement"] = keys
             notes[f"{name}: evidence replacement"] = (f"bound before judging: max_items={n} perturbed items, each priced as "

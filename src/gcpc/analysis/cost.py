@@ -20,10 +20,10 @@ and batch + prompt caching from the model's config; the achievable floor). The s
   one cache write; `gcpc.judging.estimate`); arms with identical requests (`requests_of`) are one call.
 * `rejudge` (judge): passes 2..n of `analysis.rejudge.arm` on the reliability sample (each pass its own calls);
   `swap` (second judge, `analysis.rejudge.swap_judge`) on the same sample, unless it names stored judgments.
-  The sample is drawn as the stage draws it, from the arm's pass-1 judgments when they exist, else as if every
-  trajectory had been judged (the stage then draws from those that succeeded).
-* `controls` (judge): per control arm, the evidence-replacement requests (from the arm's judgments when they
-  exist, exactly; before judging, `max_items` requests each priced as the arm's mean request with its own
+  The sample is drawn as the stage draws it, from the arm's pass-1 judgments when they exist (and are the configured
+  judge's), else as if every trajectory had been judged (the stage then draws from those that succeeded).
+* `controls` (judge): per control arm, the evidence-replacement requests (from the arm's judgments by the configured
+  judge when they exist, exactly; before, `max_items` requests each priced as the arm's mean request with its own
   uncached log: a bound) and one idle log per task.
 
 TICK's questions come from a call, so its question requests are assumed (`max_questions` per task). Each stage is
@@ -191,9 +191,17 @@ def synthesis_stages(params: dict[str, Any], tasks: list[Task], checklists: list
     return out
 
 
-def _judged(judge_root: Path, arm: str, fresh: bool) -> list[Judgment] | None:
+def _judged(judge_root: Path, arm: str, fresh: bool, judge_cfg: dict[str, Any]) -> list[Judgment] | None:
+    """The arm's judgments, when they exist and are the configured judge's (another judge's Yes items and failures say
+    nothing about this one's: then None, as before judging)."""
+    from gcpc.llm import request_identity
+
     path = judge_root / arm / "judgments.jsonl"
-    return None if fresh or not path.exists() else read_models(path, Judgment)
+    if fresh or not path.exists():
+        return None
+    judged = read_models(path, Judgment)
+    who = "/".join(request_identity(judge_cfg))
+    return judged if judged and all(f"{j.provider}/{j.model}" == who for j in judged) else None
 
 
 def _stream(ingest_dir: Path):
@@ -223,11 +231,11 @@ def analysis_stages(params: dict[str, Any], ingest_dir: Path, judge_root: Path, 
             if k not in first_per_task or t.trajectory_id < first_per_task[k].trajectory_id:
                 first_per_task[k] = t
     arm = str(rj["arm"])
-    judged = _judged(judge_root, arm, fresh)
+    judged = _judged(judge_root, arm, fresh, judge_cfg)
     first = judged if judged is not None else [SimpleNamespace(trajectory_id=t, status="ok") for t in light]
     sample_ids, sample_info = select_sample(first, light, dict(rj.get("sample") or {}))  # type: ignore[arg-type]
     keep = set(sample_ids)
-    judged_controls = {name: js for name in control_arms if (js := _judged(judge_root, name, fresh)) is not None}
+    judged_controls = {name: js for name in control_arms if (js := _judged(judge_root, name, fresh, judge_cfg)) is not None}
     sample: list[Trajectory] = []
     for part in _stream(ingest_dir):
         sample += [t for t in part if t.trajectory_id in keep]

@@ -273,7 +273,17 @@ def analysis_stages(params: dict[str, Any], ingest_dir: Path, judge_root: Path, 
             notes[f"{name}: evidence replacement"] = "one request per perturbed Yes item of the arm's judgments"
         else:
             own = [j_distinct[k] for k in j_arm_keys.get(name, [])]
-            n = int(ct["max_items"]) if ct["max_items"] is not None else 0
+            # no more perturbed items than Yes labels can exist: items judged over every trajectory (checklist arms)
+            spec = params["arm"][name]
+            if spec.get("kind") == "checklist":
+                most = sum(len(cl.items) for x in light.values() if (cl := checklists.get((x.benchmark, x.task_id))) is not None
+                           and cl.status == "frozen")
+            elif spec.get("kind") == "generic":
+                most = len(spec.get("questions") or []) * len(light)
+            else:
+                most = None
+            n = int(ct["max_items"]) if ct["max_items"] is not None else (most or 0)
+            n = min(n, most) if most is not None else n
             keys = []
             if own and n:
                 n_in = round(sum(r.input_tokens for r in own) / len(own))
@@ -283,8 +293,9 @@ def analysis_stages(params: dict[str, Any], ingest_dir: Path, judge_root: Path, 
                     d3[f"{name}#replace{i}"] = Priced(None, n_in, 0, n_out, ((text_digest(f"{name}#replace{i}"), n_in),))
                     keys.append(f"{name}#replace{i}")
             parts[f"{name}: evidence replacement"] = keys
-            notes[f"{name}: evidence replacement"] = (f"bound before judging: max_items={n} perturbed items, each priced as "
-                                                      "the arm's mean request, uncached (its log is changed)")
+            notes[f"{name}: evidence replacement"] = (f"bound before judging: {n} perturbed items (max_items, or every item "
+                                                      "judged if fewer), each priced as the arm's mean request, uncached "
+                                                      "(its log is changed)")
         parts[f"{name}: idle logs"] = summarize(arm_requests(judging | {"judge": judge_cfg}, name, idle, checklists, tasks)
                                                 if idle else [], d3)
     out["controls"] = priced_stage(parts, d3, judge_cfg, Stored([processed / "controls" / "llm_calls.jsonl"], judge_cfg, unstored),
@@ -402,7 +413,9 @@ def print_estimate(result: dict[str, Any], out=sys.stdout) -> None:
         if stage.get("total") is None:
             print(f"{name:10s} {stage.get('note', '')}", file=out)
             continue
-        rows = list(stage["parts"].items()) + [(f"= {stage['provider']}/{stage['model']}", stage["total"])]
+        # parts without a request (floor arms: no model) are in the JSON, not here
+        rows = [(p, e) for p, e in stage["parts"].items() if e["requests_in_all"]] + [(f"= {stage['provider']}/{stage['model']}",
+                                                                                        stage["total"])]
         for part, e in rows:
             c = e.get("cost")
             print(f"{name:10s} {part[:34]:34s} {e['requests_in_all']:8d} {e['stored']:6d} {e['input_tokens']:11d} "

@@ -88,29 +88,29 @@ def build_arm_requests(params: dict[str, Any], ingest_dir: Path, checklists: dic
     arm before it, trajectories) of judging `arms` with `llm_cfg`: over `trajectories` when given, else over
     the ingested ones, chunk by chunk as the judge stage reads them."""
     distinct: dict[str, Priced] = {}
-    arm_keys: dict[str, list[str]] = {}
-    new_calls: dict[str, int] = {}
+    model_arms = [a for a in arms if ARM_KINDS[arm_spec(params, a).kind].uses_model] or list(arms)
+    keys: dict[str, dict[str, None]] = {a: {} for a in arms}  # each arm's request keys in first-seen order
     n_trajectories = 0
-    model_arms = [a for a in arms if ARM_KINDS[arm_spec(params, a).kind].uses_model]
-    for name in arms:
-        before = set(distinct)
-        keys: dict[str, None] = {}  # this arm's request keys in first-seen order
-        if name not in model_arms and model_arms:  # floor arms send nothing (their views are counted by a model arm)
-            arm_keys[name], new_calls[name] = [], 0
-            continue
-        n_trajectories = 0
-        # chunk by chunk, as the judge stage reads them: only one chunk's trajectories and rendered requests
-        # are held (all of them at once took 15 GB at 20,818 trajectories and kept growing: bench_scale)
-        chunks = ([trajectories] if trajectories else []) if trajectories is not None else \
-            trajectory_chunks(ingest_dir / "trajectories.jsonl", CHUNK_TRAJECTORIES, CHUNK_BYTES)
-        for part in chunks:
-            n_trajectories += len(part)
+    # chunk by chunk, as the judge stage reads them: only one chunk's trajectories and rendered requests are held (all
+    # of them at once took 15 GB at 20,818 trajectories and kept growing: bench_scale); each chunk is read once for
+    # every arm (floor arms send nothing: their views are not rendered)
+    chunks = ([trajectories] if trajectories else []) if trajectories is not None else \
+        trajectory_chunks(ingest_dir / "trajectories.jsonl", CHUNK_TRAJECTORIES, CHUNK_BYTES)
+    for part in chunks:
+        n_trajectories += len(part)
+        for name in model_arms:
             client = recorded(params | {"judge": llm_cfg}, name, part, checklists, tasks)
-            keys.update(dict.fromkeys(summarize(client.requests, distinct, client.keys)))  # a task's TICK questions recur per chunk
+            keys[name].update(dict.fromkeys(summarize(client.requests, distinct, client.keys)))  # TICK questions recur per chunk
             del client
-        arm_keys[name] = list(keys)
-        # identical requests of arms priced earlier are one call (request keys leave out `purpose`)
-        new_calls[name] = len(set(arm_keys[name]) - before)
+    arm_keys = {a: list(keys[a]) for a in arms}
+    # identical requests of arms priced earlier are one call (request keys leave out `purpose`)
+    new_calls: dict[str, int] = {}
+    seen: set[str] = set()
+    for name in arms:
+        new_calls[name] = len(set(arm_keys[name]) - seen)
+        seen |= set(arm_keys[name])
+    # the distinct requests in the order the arms send them (arm by arm), as every sum over them runs
+    distinct = {k: distinct[k] for a in arms for k in arm_keys[a]} | distinct
     return distinct, arm_keys, new_calls, n_trajectories
 
 

@@ -25,6 +25,7 @@ from gcpc.io import read_models, write_json
 from gcpc.params import load_params
 from gcpc.judging.stage import ARM_KINDS, CHUNK_BYTES, CHUNK_TRAJECTORIES, arm_spec, judge_arm, trajectory_chunks
 from gcpc.judging.tick_arm import LIMITS
+from gcpc.judging.view import shared_collapse
 from gcpc.llm.base import LLMRequest
 from gcpc.llm.estimate import Priced, RecordingClient, price_arms, summarize
 from gcpc.llm.tokens import tokenizer_name
@@ -98,10 +99,11 @@ def build_arm_requests(params: dict[str, Any], ingest_dir: Path, checklists: dic
         trajectory_chunks(ingest_dir / "trajectories.jsonl", CHUNK_TRAJECTORIES, CHUNK_BYTES)
     for part in chunks:
         n_trajectories += len(part)
-        for name in model_arms:
-            client = recorded(params | {"judge": llm_cfg}, name, part, checklists, tasks)
-            keys[name].update(dict.fromkeys(summarize(client.requests, distinct, client.keys)))  # TICK questions recur per chunk
-            del client
+        with shared_collapse():  # the chunk's event texts collapsed once for all arms (freed after the chunk)
+            for name in model_arms:
+                client = recorded(params | {"judge": llm_cfg}, name, part, checklists, tasks)
+                keys[name].update(dict.fromkeys(summarize(client.requests, distinct, client.keys)))  # TICK questions recur per chunk
+                del client
     arm_keys = {a: list(keys[a]) for a in arms}
     # identical requests of arms priced earlier are one call (request keys leave out `purpose`)
     new_calls: dict[str, int] = {}

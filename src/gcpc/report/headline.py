@@ -277,7 +277,8 @@ def estimate_markdown(estimates: dict[str, Any]) -> list[str]:
                   "every stage's requests built by the stage's own code, nothing sent), before any call. Input tokens "
                   f"counted with {e.get('tokenizer')}; output tokens assumed per response type; batch + caching assumes "
                   "every cache read hits; synthesis counts the regeneration bound."]
-        lines += [f"{role}: {why}." for role, why in (e.get("priced_as") or {}).items()]
+        priced_as = [f"- {role}: {why}." for role, why in (e.get("priced_as") or {}).items()]
+        lines += ["", *priced_as] if priced_as else []
         lines += ["", "| stage | model | requests | input tokens | output tokens (assumed) | sync | batch | batch + caching |",
                   "|---|---|---:|---:|---:|---:|---:|---:|"]
         order = ("synthesize", "audit", "judge", "rejudge", "swap", "controls")  # the pipeline's order

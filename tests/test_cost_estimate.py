@@ -2,7 +2,8 @@
 
 Every LLM stage runs against a local fake OpenAI server (tests/fakeservers), which reports usage as
 (characters of the system and user messages) // 4; the estimate, counting with the same chars/4 rule, must be
-within 5 % of the input tokens the server saw in every stage, with the same number of calls. Output tokens are
+within 5 % of the input tokens the server saw in every stage, with the same number of calls (the judge answers Yes
+citing a number of the log, so the controls perturb it and judge the perturbed logs). Output tokens are
 assumptions per response type (the fake's replies are not a model's), so they are not compared. TICK arms are
 left out: its question count is assumed (`max_questions`) before the question call.
 """
@@ -17,6 +18,7 @@ from typing import Any
 
 import pytest
 from fakeservers import FakeOpenAI, default_responder
+from fakeservers.base import ITEM_LINE
 from fakeservers.openai_server import _text
 from judge_corpus import ingest_and_freeze
 
@@ -35,6 +37,8 @@ from gcpc.synthesis.stage import synthesize_all
 ROOT = Path(__file__).resolve().parents[1]
 KEY = "sk-test-COST-3636"
 ARMS = ("gcpc", "gcpc_gate", "generic", "holistic")
+BLOCK = re.compile(r"^\[(\d+)\] (TOOL_OUTPUT|FILE_CONTENT)[^\n]*:\n(.*?)(?=^\[\d+\] [A-Z_]+|\Z)", re.M | re.S)
+NUMBER = re.compile(r"(?<![\w.])\d{2,}(?![\w.])")
 
 
 def llm(server: FakeOpenAI, model: str) -> dict[str, Any]:
@@ -55,6 +59,12 @@ def responder_for(tasks: list[Task]):
                                           "test_refs": []}]})
         if ctx.schema_name is None:  # the fake names no CategoryAudit schema: the audit is the one request it cannot name
             return json.dumps({"requirements": []})
+        if ctx.schema_name == "ChecklistJudgment":  # Yes, citing a number the log shows: the controls then perturb it
+            cited = next(({"event_index": int(m.group(1)), "quote": n.group(0)} for m in BLOCK.finditer(ctx.user)
+                          if (n := NUMBER.search(m.group(3)))), None)
+            if cited is not None:
+                return json.dumps({"verdicts": [{"item_id": i, "label": "Yes", "evidence": [cited], "reason": "fake"}
+                                                for i in ITEM_LINE.findall(ctx.system + "\n" + ctx.user)]})
         return default_responder(ctx)
     return respond
 
@@ -136,6 +146,8 @@ def test_whole_command_estimate_is_within_5_percent_of_every_stage(tmp_path, mon
     regen = s["synthesize"]["parts"]["regenerations (bound)"]
     assert regen["requests"] == 2 * len(tasks) and regen["input_tokens"] > 2 * got["synthesize"][1]
     assert s["rejudge"]["sample"]["n_selected"] == 7 and s["rejudge"]["parts"]["pass 2"]["requests"] == 7
+    # the controls' evidence replacements were priced from the judgments, one request per perturbed Yes item
+    assert s["controls"]["parts"]["gcpc: evidence replacement"]["requests"] > 10
     assert est["total"]["cost"]["sync"] > 0
 
     # the same estimate counting stored calls: every call the run made is in a call store, so nothing is left to pay

@@ -4,8 +4,8 @@ Every LLM stage runs against a local fake OpenAI server (tests/fakeservers), whi
 (characters of the system and user messages) // 4; the estimate, counting with the same chars/4 rule, must be
 within 5 % of the input tokens the server saw in every stage, with the same number of calls (the judge answers Yes
 citing a number of the log, so the controls perturb it and judge the perturbed logs). Output tokens are
-assumptions per response type (the fake's replies are not a model's), so they are not compared. TICK arms are
-left out: its question count is assumed (`max_questions`) before the question call.
+assumptions per response type (the fake's replies are not a model's), so they are not compared. TICK's questions
+come from its stored question calls here (before them, `max_questions` are assumed: `fresh`).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from gcpc.synthesis.stage import synthesize_all
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = "sk-test-COST-3636"
-ARMS = ("gcpc", "gcpc_gate", "generic", "holistic")
+ARMS = ("gcpc", "gcpc_gate", "generic", "holistic", "tick")
 BLOCK = re.compile(r"^\[(\d+)\] (TOOL_OUTPUT|FILE_CONTENT)[^\n]*:\n(.*?)(?=^\[\d+\] [A-Z_]+|\Z)", re.M | re.S)
 NUMBER = re.compile(r"(?<![\w.])\d{2,}(?![\w.])")
 
@@ -149,6 +149,12 @@ def test_whole_command_estimate_is_within_5_percent_of_every_stage(tmp_path, mon
     # the controls' evidence replacements were priced from the judgments, one request per perturbed Yes item
     assert s["controls"]["parts"]["gcpc: evidence replacement"]["requests"] > 10
     assert est["total"]["cost"]["sync"] > 0
+    # before the question calls (fresh), TICK's questions are assumed: max_questions per task, not the fake's two
+    from gcpc.judging.tick_arm import LIMITS
+
+    before = command_estimate(params, ingest, synth, judge_root, processed, fresh=True)["stages"]["judge"]["parts"]["tick"]
+    n_traj, n_tasks = est["trajectories"], len(tasks)
+    assert before["requests"] == n_tasks + n_traj * LIMITS["max_questions"] != s["judge"]["parts"]["tick"]["requests"]
 
     # the same estimate counting stored calls: every call the run made is in a call store, so nothing is left to pay
     # but the regeneration bound (never sent: every first attempt passed) and the controls' perturbations (none here)

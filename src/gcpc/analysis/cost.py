@@ -26,7 +26,8 @@ and batch + prompt caching from the model's config; the achievable floor). The s
   judge when they exist, exactly; before, `max_items` requests each priced as the arm's mean request with its own
   uncached log: a bound) and one idle log per task.
 
-TICK's questions come from a call, so its question requests are assumed (`max_questions` per task). Each stage is
+TICK's questions come from a call, so its question requests are assumed (`max_questions` per task) unless that
+call's answer is stored (then its questions are priced, and their requests found stored where they are). Each stage is
 priced on its own: a cached prefix is assumed read only within the stage that wrote it. A request whose answer
 is already in the stage's call store or in the shared call cache is not sent again: it is listed as `stored` and
 costs 0 (`--fresh` prices as if none were). The `judge` stage of `gcpc.judging.estimate` is the `judge` row here.
@@ -329,6 +330,19 @@ def _replaced(judgments: list[Judgment], ingest_dir: Path, ct: dict[str, Any]) -
     return todo
 
 
+def tick_answers(stores: list[Path]) -> dict[str, dict[str, Any]]:
+    """Stored answers of TICK's question-generation requests (key -> parsed), from the given call stores."""
+    from gcpc.llm.store import iter_call_records
+
+    out: dict[str, dict[str, Any]] = {}
+    for path in stores:
+        if path.exists():
+            for r in iter_call_records(path, resolve=False):
+                if r.get("ok") and r.get("parsed") and (r.get("request") or {}).get("output_schema") == "TickChecklist":
+                    out[r["key"]] = r["parsed"]
+    return out
+
+
 def _sum_costs(entries: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {"requests": 0, "stored": 0, "input_tokens": 0, "output_tokens": 0}
     costs: dict[str, float] | None = None
@@ -361,7 +375,9 @@ def command_estimate(params: dict[str, Any], ingest_dir: Path, synth_dir: Path, 
 
     judging = {k: params[k] for k in ("arm", "judging") if k in params}
     arms = sorted(params.get("arm") or {})
-    built = build_arm_requests(judging, ingest_dir, checklists, tasks, cfgs["judge"], arms)
+    # TICK's questions come from a call: where its answer is stored, the questions it gave are priced, not assumed
+    answers = {} if fresh else tick_answers([judge_root / a / "llm_calls.jsonl" for a in arms])
+    built = build_arm_requests(judging, ingest_dir, checklists, tasks, cfgs["judge"], arms, answers=answers)
     distinct, arm_keys, new_calls, n_trajectories = built
     # each arm's stage has its own call store; a request another arm sent is answered from the shared call cache,
     # when it is on (paid providers; GCPC_CACHE_DIR=off switches it off), else sent again

@@ -33,10 +33,12 @@ from gcpc.llm.usage import applied_prices
 from gcpc.synthesis.models import Checklist
 
 
-def recorded(params: dict[str, Any], arm_name: str, trajectories: list[Trajectory], checklists: dict, tasks: dict) -> RecordingClient:
-    """The client that recorded the requests (and their keys) the arm sends for `trajectories`."""
+def recorded(params: dict[str, Any], arm_name: str, trajectories: list[Trajectory], checklists: dict, tasks: dict,
+             answers: dict[str, dict[str, Any]] | None = None) -> RecordingClient:
+    """The client that recorded the requests (and their keys) the arm sends for `trajectories` (`answers`: stored
+    answers of TICK's question-generation requests, by key; the others are assumed)."""
     arm = arm_spec(params, arm_name)
-    client = RecordingClient(LIMITS["max_questions"])
+    client = RecordingClient(LIMITS["max_questions"], answers)
     if ARM_KINDS[arm.kind].uses_model:  # a floor arm renders every view and sends nothing
         judge_arm(arm, trajectories, llm_cfg=params["judge"], client=client, checklists=checklists, tasks=tasks)  # type: ignore[arg-type]
     return client
@@ -83,7 +85,8 @@ def estimate_judges(params: dict[str, Any], ingest_dir: Path, synth_dir: Path, j
 
 
 def build_arm_requests(params: dict[str, Any], ingest_dir: Path, checklists: dict, tasks: dict, llm_cfg: dict[str, Any],
-                       arms: list[str], trajectories: list[Trajectory] | None = None
+                       arms: list[str], trajectories: list[Trajectory] | None = None,
+                       answers: dict[str, dict[str, Any]] | None = None,
                        ) -> tuple[dict[str, Priced], dict[str, list[str]], dict[str, int], int]:
     """(distinct requests by key, each arm's request keys in first-seen order, each arm's requests not sent by an
     arm before it, trajectories) of judging `arms` with `llm_cfg`: over `trajectories` when given, else over
@@ -101,7 +104,7 @@ def build_arm_requests(params: dict[str, Any], ingest_dir: Path, checklists: dic
         n_trajectories += len(part)
         with shared_collapse():  # the chunk's event texts collapsed once for all arms (freed after the chunk)
             for name in model_arms:
-                client = recorded(params | {"judge": llm_cfg}, name, part, checklists, tasks)
+                client = recorded(params | {"judge": llm_cfg}, name, part, checklists, tasks, answers)
                 keys[name].update(dict.fromkeys(summarize(client.requests, distinct, client.keys)))  # TICK questions recur per chunk
                 del client
     arm_keys = {a: list(keys[a]) for a in arms}

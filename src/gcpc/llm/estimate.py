@@ -50,12 +50,14 @@ ASSUMED_QUESTION = "Does the agent's execution satisfy the requirement that the 
 
 
 class RecordingClient:
-    """Collects the requests an arm would send and answers none (TICK generation: assumed questions)."""
+    """Collects the requests an arm would send and answers none (TICK generation: its stored answer when given in
+    `answers`, else assumed questions)."""
 
-    def __init__(self, max_questions: int) -> None:
+    def __init__(self, max_questions: int, answers: dict[str, dict[str, Any]] | None = None) -> None:
         self.requests: list[LLMRequest] = []
         self.keys: list[str] = []  # each request's key, computed once (it serializes the whole request)
         self.max_questions = max_questions
+        self.answers = answers or {}  # stored answers of question-generation requests (key -> parsed): used, not assumed
 
     def run(self, requests: list[LLMRequest], output_type: type[BaseModel], **_: Any) -> list[CallResult]:
         keys = [r.key for r in requests]
@@ -63,7 +65,7 @@ class RecordingClient:
         self.keys.extend(keys)
         if output_type.__name__ == "TickChecklist":
             parsed = {"questions": [f"{ASSUMED_QUESTION} ({n})" for n in range(1, self.max_questions + 1)]}
-            return [CallResult(key=k, ok=True, parsed=parsed, attempts=0) for k in keys]
+            return [CallResult(key=k, ok=True, parsed=self.answers.get(k, parsed), attempts=0) for k in keys]
         return [CallResult(key=k, ok=False, parsed=None, attempts=0, error="estimate: not sent") for k in keys]
 
 

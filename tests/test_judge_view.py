@@ -140,3 +140,23 @@ def test_input_cuts_reuse_the_view_just_built():
     assert input_cuts(events, other) == judge_input(events, other).cuts != built
     copy_of_events = list(events)
     assert input_cuts(copy_of_events, view) == built
+
+
+def test_shared_collapse_computes_each_text_once_with_the_same_view(monkeypatch):
+    """The cost estimate renders each log once per arm inside `shared_collapse`: the install-run collapse of an
+    event text is computed once there, and the view is the one rendered without it (issue 36)."""
+    import gcpc.judging.view as view_mod
+
+    events = [ev(0, EventKind.TOOL_CALL, "pip install numpy", "bash"),
+              ev(1, EventKind.TOOL_OUTPUT, "\n".join(["$ pip install numpy", *PIP, "done"]), "bash")]
+    settings = ViewSettings()
+    plain = judge_input(events, settings)
+    calls = []
+    real = view_mod.collapse_install_runs
+    monkeypatch.setattr(view_mod, "collapse_install_runs", lambda text, n: calls.append(text) or real(text, n))
+    with view_mod.shared_collapse():
+        shown = [judge_input(events, settings) for _ in range(3)]  # three arms
+    assert len(calls) == 1
+    assert all(s.log == plain.log and s.cuts == plain.cuts and s.events == plain.events for s in shown)
+    judge_input(events, settings)  # outside it: computed again, nothing held
+    assert len(calls) == 2 and view_mod._COLLAPSED is None

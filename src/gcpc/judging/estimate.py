@@ -23,8 +23,9 @@ import yaml
 from gcpc.corpus.models import Task, Trajectory
 from gcpc.io import read_models, write_json
 from gcpc.params import load_params
-from gcpc.judging.stage import CHUNK_BYTES, CHUNK_TRAJECTORIES, arm_spec, judge_arm, trajectory_chunks
+from gcpc.judging.stage import ARM_KINDS, CHUNK_BYTES, CHUNK_TRAJECTORIES, arm_spec, judge_arm, trajectory_chunks
 from gcpc.judging.tick_arm import LIMITS
+from gcpc.judging.view import shared_collapse
 from gcpc.llm.base import LLMRequest
 from gcpc.llm.estimate import Priced, RecordingClient, price_arms, summarize
 from gcpc.llm.tokens import tokenizer_name
@@ -32,12 +33,20 @@ from gcpc.llm.usage import applied_prices
 from gcpc.synthesis.models import Checklist
 
 
+def recorded(params: dict[str, Any], arm_name: str, trajectories: list[Trajectory], checklists: dict, tasks: dict,
+             answers: dict[str, dict[str, Any]] | None = None) -> RecordingClient:
+    """The client that recorded the requests (and their keys) the arm sends for `trajectories` (`answers`: stored
+    answers of TICK's question-generation requests, by key; the others are assumed)."""
+    arm = arm_spec(params, arm_name)
+    client = RecordingClient(LIMITS["max_questions"], answers)
+    if ARM_KINDS[arm.kind].uses_model:  # a floor arm renders every view and sends nothing
+        judge_arm(arm, trajectories, llm_cfg=params["judge"], client=client, checklists=checklists, tasks=tasks)  # type: ignore[arg-type]
+    return client
+
+
 def arm_requests(params: dict[str, Any], arm_name: str, trajectories: list[Trajectory],
                  checklists: dict, tasks: dict) -> list[LLMRequest]:
-    arm = arm_spec(params, arm_name)
-    client = RecordingClient(LIMITS["max_questions"])
-    judge_arm(arm, trajectories, llm_cfg=params["judge"], client=client, checklists=checklists, tasks=tasks)  # type: ignore[arg-type]
-    return client.requests
+    return recorded(params, arm_name, trajectories, checklists, tasks).requests
 
 
 def estimate(params: dict[str, Any], ingest_dir: Path, synth_dir: Path, arms: list[str] | None = None) -> dict[str, Any]:
@@ -60,25 +69,7 @@ def estimate_judges(params: dict[str, Any], ingest_dir: Path, synth_dir: Path, j
     for judge_name, llm_cfg in judges.items():
         shape = json.dumps({k: llm_cfg.get(k) for k in SAME_REQUESTS}, sort_keys=True)
         if shape not in built:
-            distinct: dict[str, Priced] = {}
-            arm_keys: dict[str, list[str]] = {}
-            new_calls: dict[str, int] = {}
-            n_trajectories = 0
-            for name in arms or sorted(params.get("arm") or {}):
-                before = set(distinct)
-                keys: dict[str, None] = {}  # this arm's request keys in first-seen order
-                n_trajectories = 0
-                # chunk by chunk, as the judge stage reads them: only one chunk's trajectories and rendered requests
-                # are held (all of them at once took 15 GB at 20,818 trajectories and kept growing: bench_scale)
-                for part in trajectory_chunks(ingest_dir / "trajectories.jsonl", CHUNK_TRAJECTORIES, CHUNK_BYTES):
-                    n_trajectories += len(part)
-                    requests = arm_requests(judging | {"judge": llm_cfg}, name, part, checklists, tasks)
-                    keys.update(dict.fromkeys(summarize(requests, distinct)))  # a task's TICK questions recur per chunk
-                    del requests
-                arm_keys[name] = list(keys)
-                # identical requests of arms priced earlier are one call (request keys leave out `purpose`)
-                new_calls[name] = len(set(arm_keys[name]) - before)
-            built[shape] = distinct, arm_keys, new_calls, n_trajectories
+            built[shape] = build_arm_requests(judging, ingest_dir, checklists, tasks, llm_cfg, arms or sorted(params.get("arm") or {}))
         distinct, arm_keys, new_calls, n_trajectories = built[shape]
         out: dict[str, Any] = {"provider": llm_cfg.get("provider"), "model": llm_cfg.get("model"),
                                "tokenizer": tokenizer_name(), "min_cacheable_tokens": llm_cfg.get("min_cacheable_tokens"),
@@ -93,12 +84,48 @@ def estimate_judges(params: dict[str, Any], ingest_dir: Path, synth_dir: Path, j
     return results
 
 
+def build_arm_requests(params: dict[str, Any], ingest_dir: Path, checklists: dict, tasks: dict, llm_cfg: dict[str, Any],
+                       arms: list[str], trajectories: list[Trajectory] | None = None,
+                       answers: dict[str, dict[str, Any]] | None = None,
+                       ) -> tuple[dict[str, Priced], dict[str, list[str]], dict[str, int], int]:
+    """(distinct requests by key, each arm's request keys in first-seen order, each arm's requests not sent by an
+    arm before it, trajectories) of judging `arms` with `llm_cfg`: over `trajectories` when given, else over
+    the ingested ones, chunk by chunk as the judge stage reads them."""
+    distinct: dict[str, Priced] = {}
+    model_arms = [a for a in arms if ARM_KINDS[arm_spec(params, a).kind].uses_model] or list(arms)
+    keys: dict[str, dict[str, None]] = {a: {} for a in arms}  # each arm's request keys in first-seen order
+    n_trajectories = 0
+    # chunk by chunk, as the judge stage reads them: only one chunk's trajectories and rendered requests are held (all
+    # of them at once took 15 GB at 20,818 trajectories and kept growing: bench_scale); each chunk is read once for
+    # every arm (floor arms send nothing: their views are not rendered)
+    chunks = ([trajectories] if trajectories else []) if trajectories is not None else \
+        trajectory_chunks(ingest_dir / "trajectories.jsonl", CHUNK_TRAJECTORIES, CHUNK_BYTES)
+    for part in chunks:
+        n_trajectories += len(part)
+        with shared_collapse():  # the chunk's event texts collapsed once for all arms (freed after the chunk)
+            for name in model_arms:
+                client = recorded(params | {"judge": llm_cfg}, name, part, checklists, tasks, answers)
+                keys[name].update(dict.fromkeys(summarize(client.requests, distinct, client.keys)))  # TICK questions recur per chunk
+                del client
+    arm_keys = {a: list(keys[a]) for a in arms}
+    # identical requests of arms priced earlier are one call (request keys leave out `purpose`)
+    new_calls: dict[str, int] = {}
+    seen: set[str] = set()
+    for name in arms:
+        new_calls[name] = len(set(arm_keys[name]) - seen)
+        seen |= set(arm_keys[name])
+    # the distinct requests in the order the arms send them (arm by arm), as every sum over them runs
+    distinct = {k: distinct[k] for a in arms for k in arm_keys[a]} | distinct
+    return distinct, arm_keys, new_calls, n_trajectories
+
+
 def print_estimate(result: dict[str, Any]) -> None:
     print(f"{result['provider']} {result['model']}  tokenizer: {result['tokenizer']}  structured_output: "
           f"{result['structured_output']}  min cacheable: {result['min_cacheable_tokens']}  trajectories: {result['trajectories']}")
     w = max([14, *(len(name) for name in result["arms"])])
-    print("ratio: batch + caching over sync; floor: its lower bound for any request layout (prompts under the "
-          "minimum cacheable length are never cached); /floor: batch + caching over that bound")
+    print("ratio: batch + caching over sync; floor: the bound a layout of these messages can reach (each shared prefix "
+          "written once, each request's own tail at the input price, the rest read from cache; prompts under the minimum "
+          "cacheable length never cached), over sync; /floor: batch + caching over that bound")
     print(f"{'arm':{w}s} {'requests':>8s} {'input tok':>11s} {'output tok':>10s} {'sync $':>10s} {'batch $':>10s} "
           f"{'batch+cache $':>13s} {'ratio':>6s} {'floor':>6s} {'/floor':>6s} {'new calls':>9s}")
     fmt = lambda v: f"{v:10.4f}" if isinstance(v, float) else f"{'-':>10s}"  # noqa: E731
@@ -108,7 +135,7 @@ def print_estimate(result: dict[str, Any]) -> None:
         c = a["cost"] or {}
         print(f"{name:{w}s} {a['requests']:8d} {a['input_tokens']:11d} {a['output_tokens']:10d} {fmt(c.get('sync'))} "
               f"{fmt(c.get('batch'))} {fmt(c.get('batch_cached')):>13s} {c.get('batch_cached_over_sync') or '-':>6} "
-              f"{c.get('any_layout_floor_over_sync') or '-':>6} {c.get('batch_cached_over_floor') or '-':>6} {calls:9d}")
+              f"{c.get('achievable_floor_over_sync') or '-':>6} {c.get('batch_cached_over_floor') or '-':>6} {calls:9d}")
 
 
 def main(argv: list[str] | None = None) -> int:

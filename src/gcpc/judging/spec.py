@@ -23,7 +23,7 @@ from gcpc.corpus.authorship import mark_authored as mark_authored_text
 from gcpc.judging.view import ViewSettings, judge_input
 from gcpc.llm.prompts import LayoutTemplate
 from gcpc.llm.schemas import fit_schema_limits
-from gcpc.llm.tokens import TEMPLATE_TOKENS_PER_MESSAGE, count_tokens, server_token_counter
+from gcpc.llm.tokens import TEMPLATE_TOKENS_PER_MESSAGE, count_tokens_once, server_token_counter
 from gcpc.synthesis.models import Checklist
 
 
@@ -162,12 +162,9 @@ def fit_view(events: Sequence[Event], view: ViewSettings | int, llm_cfg: dict[st
     margin = 0.0 if server else float(llm_cfg.get("context_margin", CONTEXT_MARGIN))
     overhead = TEMPLATE_TOKENS_PER_MESSAGE if server else 0
     budget = int(int(window) * (1 - margin)) - int(llm_cfg.get("max_tokens") or 0)
-    counted: dict[str, int] = {}  # each distinct message text is counted once (the system block, a view met twice)
-
-    def count(text: str) -> int:
-        if text not in counted:
-            counted[text] = count_tokens(text)
-        return counted[text]
+    # each distinct message text is counted once per process (the system block, a view met twice, the same log in
+    # every arm's requests: the cost estimate fits each arm's view and counts the requests with the same memo)
+    count = count_tokens_once
 
     def tokens(msgs: Any) -> int:  # BPE counts: chars/4 runs 15-17 % low on these logs (bench/results/judge_input.json)
         if server:

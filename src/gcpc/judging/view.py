@@ -72,6 +72,36 @@ def _capped_len(lengths: Sequence[int], cap: int) -> int:
     return sum(min(n, cap) for n in lengths)
 
 
+_COLLAPSED: dict[tuple[str, int], Any] | None = None
+"""While `shared_collapse` is active: collapse_install_runs per (text, min_lines), computed once."""
+
+
+class shared_collapse:  # noqa: N801 (a context manager, used as `with shared_collapse():`)
+    """Within it, an event text's install-run collapse (a regex scan of every line) is computed once however many
+    arms render the log: the cost estimate renders each trajectory's view once per arm (issue 36). Single-threaded
+    use only; the judge stage (one arm, two threads) never enters it. The result is the same, only not recomputed."""
+
+    def __enter__(self) -> shared_collapse:
+        global _COLLAPSED
+        _COLLAPSED = {}
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        global _COLLAPSED
+        _COLLAPSED = None
+
+
+def _collapse(text: str, min_lines: int) -> Any:
+    memo = _COLLAPSED
+    if memo is None:
+        return collapse_install_runs(text, min_lines)
+    key = (text, min_lines)
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = collapse_install_runs(text, min_lines)
+    return found
+
+
 def judge_input(events: Sequence[Event], view: ViewSettings | int) -> JudgeInput:
     """The judge-visible log and its provenance (see the module docstring for the steps)."""
     if isinstance(view, int):
@@ -92,7 +122,7 @@ def judge_input(events: Sequence[Event], view: ViewSettings | int) -> JudgeInput
                 harness_install += k
                 text = head + "\n" + HARNESS_DROPPED.format(n=n, k=k)
         elif view.collapse_install_min_lines and e.kind in (EventKind.TOOL_OUTPUT, EventKind.SYSTEM):
-            c = collapse_install_runs(text, view.collapse_install_min_lines)
+            c = _collapse(text, view.collapse_install_min_lines)
             if c.runs:
                 collapsed_events += 1
                 collapsed_lines += c.lines

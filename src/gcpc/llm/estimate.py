@@ -17,18 +17,25 @@ assumptions per response type (`gcpc.llm.tokens.OUTPUT_TOKENS`), not measurement
   includes the reply schema when it is sent natively (`structured_output: json_schema`), since the
   providers key their caches on it. Shared prefixes are priced over all arms together and split
   evenly over the requests that read them (`price_arms`); `experiment` is the whole set.
-* `any_layout_floor_over_sync`: a lower bound on `batch_cached / sync` for any order of the request's
-  parts: a whole prompt under `min_cacheable_tokens` is never cached, any other at best is read from
-  cache whole, and outputs are never cached. Above a target, no layout reaches it on that corpus.
-  `batch_cached_over_floor` is the layout's cost over that bound; `uncached_after_prefix_tokens` what
-  keeps it above: tokens of cacheable prompts after their shared prefix (a request's own part, which
-  the bound assumes cached although it is sent once), beside the one cache write per shared prefix.
+* `achievable_floor_over_sync`: the bound a layout can reach (issue 36), as a share of `sync`. The
+  requests' messages, in the order sent, form a tree of shared prefixes (two requests share a node
+  when every message up to it is identical, with the same model and natively sent schema). Every
+  node that several cacheable requests share is written once at the cache-write price and read by
+  the others at the cache-read price; a node only one request sends (its own tail: GCPC's rules,
+  reply schema and checklist after the log) is paid at the input price; a node is cached only
+  once its prefix reaches `min_cacheable_tokens` (the messages before are cached with it), and a
+  prompt under the minimum is paid at the input price whole; outputs are never cached. No layout
+  of the same messages with prefix caching costs less. `batch_cached_over_floor` is the layout's
+  cost over it; `uncached_after_prefix_tokens` the tokens of cacheable prompts after the layout's
+  cache breakpoint (a request's own part), which the floor also pays at the input price unless
+  another request sends them after the same prefix.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,25 +43,30 @@ from pydantic import BaseModel
 
 from gcpc.io import sha256_text
 from gcpc.llm.base import CallResult, LLMRequest, cached_prefix
-from gcpc.llm.tokens import OUTPUT_TOKENS, output_tokens, request_tokens  # noqa: F401 (re-exported for the estimate's callers)
+from gcpc.llm.tokens import OUTPUT_TOKENS, counted_tokens, output_tokens, request_tokens, text_digest  # noqa: F401 (re-exported)
 from gcpc.llm.usage import applied_prices
 
 ASSUMED_QUESTION = "Does the agent's execution satisfy the requirement that the output file is written in the requested format?"
 
 
 class RecordingClient:
-    """Collects the requests an arm would send and answers none (TICK generation: assumed questions)."""
+    """Collects the requests an arm would send and answers none (TICK generation: its stored answer when given in
+    `answers`, else assumed questions)."""
 
-    def __init__(self, max_questions: int) -> None:
+    def __init__(self, max_questions: int, answers: dict[str, dict[str, Any]] | None = None) -> None:
         self.requests: list[LLMRequest] = []
+        self.keys: list[str] = []  # each request's key, computed once (it serializes the whole request)
         self.max_questions = max_questions
+        self.answers = answers or {}  # stored answers of question-generation requests (key -> parsed): used, not assumed
 
     def run(self, requests: list[LLMRequest], output_type: type[BaseModel], **_: Any) -> list[CallResult]:
+        keys = [r.key for r in requests]
         self.requests.extend(requests)
+        self.keys.extend(keys)
         if output_type.__name__ == "TickChecklist":
             parsed = {"analysis": "estimate: assumed", "questions": [f"{ASSUMED_QUESTION} ({n})" for n in range(1, self.max_questions + 1)]}
-            return [CallResult(key=r.key, ok=True, parsed=parsed, attempts=0) for r in requests]
-        return [CallResult(key=r.key, ok=False, parsed=None, attempts=0, error="estimate: not sent") for r in requests]
+            return [CallResult(key=k, ok=True, parsed=self.answers.get(k, parsed), attempts=0) for k in keys]
+        return [CallResult(key=k, ok=False, parsed=None, attempts=0, error="estimate: not sent") for k in keys]
 
 
 NATIVE_SCHEMA_MODES = ("json_schema",)
@@ -81,17 +93,73 @@ class Priced:
     input_tokens: int
     prefix_tokens: int
     output_tokens: int
+    parts: tuple[tuple[bytes, int], ...] = ()
+    """Per message in the order sent: (digest of the request's messages up to it, with model and native schema;
+    its tokens): the nodes of the shared-prefix tree the achievable floor is priced on."""
 
 
-def summarize(requests: list[LLMRequest], into: dict[str, Priced]) -> list[str]:
-    """Add the requests not yet in `into` (by request key); returns the keys of `requests`, in order."""
+def _digest(text: str) -> bytes:
+    return text_digest(text)
+
+
+def _priced(r: LLMRequest) -> Priced:
+    mode = r.sampling.get("structured_output") or "json_schema"
+    schema = json.dumps(r.json_schema, sort_keys=True) if mode in NATIVE_SCHEMA_MODES else ""
+    chain = _digest(f"{r.model}\x00{schema}")
+    cacheable = len(cached_prefix(r.messages))
+    total = prefix = 0
+    parts = []
+    for n, m in enumerate(r.messages):
+        d, k = counted_tokens(m.content)
+        chain = hashlib.blake2b(chain + m.role.encode() + b"\x00" + d, digest_size=16).digest()
+        parts.append((chain, k))
+        total += k
+        if n < cacheable:
+            prefix += k
+    return Priced(cache_identity(r), total, prefix, output_tokens(r), tuple(parts))
+
+
+def summarize(requests: list[LLMRequest], into: dict[str, Priced], keys_of: list[str] | None = None) -> list[str]:
+    """Add the requests not yet in `into` (by request key); returns the keys of `requests`, in order. `keys_of`: their
+    keys when already known (RecordingClient.keys; a key serializes the whole request)."""
     keys = []
-    for r in requests:
-        if r.key not in into:
-            n_in, n_prefix = request_tokens(r)
-            into[r.key] = Priced(cache_identity(r), n_in, n_prefix, output_tokens(r))
-        keys.append(r.key)
+    for n, r in enumerate(requests):
+        key = keys_of[n] if keys_of is not None else r.key
+        if key not in into:
+            into[key] = _priced(r)
+        keys.append(key)
     return keys
+
+
+def achievable_floor(distinct: dict[str, Priced], prices: dict[str, float], min_cache: int | None) -> dict[str, float]:
+    """Per request key: its share of the cheapest input cost any layout of these messages reaches with prefix
+    caching (module docstring, `achievable_floor_over_sync`), in USD before the batch discount, outputs excluded.
+
+    A node (a message after a given prefix) that c cacheable requests send costs min(write + (c - 1) * read,
+    c * input) per token, split evenly over the c requests; a node one request sends costs input. Messages
+    before the prefix reaches `min_cacheable_tokens` are priced with the first node that reaches it."""
+    m = 1_000_000
+    p_in, p_w, p_r = prices["input_per_mtok"] / m, prices["cache_write_per_mtok"] / m, prices["cache_read_per_mtok"] / m
+    cacheable = {k: r for k, r in distinct.items() if min_cache is not None and r.input_tokens >= min_cache}
+    counts: Counter[bytes] = Counter(chain for r in cacheable.values() for chain, _ in r.parts)
+    out: dict[str, float] = {}
+    for key, r in distinct.items():
+        if key not in cacheable:
+            out[key] = r.input_tokens * p_in
+            continue
+        cost = 0.0
+        held = cum = 0  # held: tokens of messages before the prefix reached the minimum (cached with the node that reaches it)
+        for chain, k in r.parts:
+            held += k
+            cum += k
+            if cum < min_cache:  # the whole prompt reaches it (else not cacheable), so the last message always does
+                continue
+            c = counts[chain]
+            unit = p_in if c == 1 else min(p_w + (c - 1) * p_r, c * p_in) / c
+            cost += held * unit
+            held = 0
+        out[key] = cost
+    return out
 
 
 def price_requests(requests: list[LLMRequest], llm_cfg: dict[str, Any]) -> dict[str, Any]:
@@ -122,6 +190,7 @@ def price_arms(arms: dict[str, list[str]], distinct: dict[str, Priced], llm_cfg:
         if min_cache is not None and p >= min_cache:
             for key in members:
                 share[key] = (p / k, p * (k - 1) / k)
+    floor_of = achievable_floor(distinct, prices, min_cache) if prices is not None else {}
     out: dict[str, dict[str, Any]] = {}
     for arm, keys in arms.items():
         rows = [distinct[k] for k in keys]
@@ -144,13 +213,11 @@ def price_arms(arms: dict[str, list[str]], distinct: dict[str, Priced], llm_cfg:
             keep = 1 - prices["batch_discount"]
             cached = ((tin - writes - reads) * prices["input_per_mtok"] + writes * prices["cache_write_per_mtok"]
                       + reads * prices["cache_read_per_mtok"] + tout * prices["output_per_mtok"]) / m
-            # lower bound for any request layout: a prompt shorter than the model's minimum is never cached;
-            # a longer one at best is read from cache whole (no write, no uncached suffix)
-            floor = (short * prices["input_per_mtok"] + (tin - short) * prices["cache_read_per_mtok"]
-                     + tout * prices["output_per_mtok"]) / m
+            # the bound a layout of these messages can reach (achievable_floor), outputs on top
+            floor = sum(floor_of[k] for k in keys) + tout * prices["output_per_mtok"] / m
             entry["cost"] = {"sync": round(sync, 6), "batch": round(sync * keep, 6), "batch_cached": round(cached * keep, 6),
                              "batch_cached_over_sync": round(cached * keep / sync, 4) if sync else None,
-                             "any_layout_floor_over_sync": round(floor * keep / sync, 4) if sync else None,
+                             "achievable_floor_over_sync": round(floor * keep / sync, 4) if sync else None,
                              "batch_cached_over_floor": round(cached / floor, 4) if floor else None}
         out[arm] = entry
     return out

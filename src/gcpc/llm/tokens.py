@@ -61,17 +61,31 @@ def request_tokens(request: LLMRequest) -> tuple[int, int]:
     return total, prefix
 
 
-_counted: dict[str, int] = {}
+_counted: dict[bytes, int] = {}
+"""Tokens per distinct text, by digest: a log block recurs in every arm's requests (and in every fit of an arm's view)."""
 
 
-def _tokens(text: str) -> int:
+def text_digest(text: str) -> bytes:
+    import hashlib
+
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def counted_tokens(text: str) -> tuple[bytes, int]:
+    """(digest of `text`, count_tokens(text)), counted once per distinct text in this process."""
+    d = text_digest(text)
+    n = _counted.get(d)
+    if n is None:
+        n = _counted[d] = count_tokens(text)
+    return d, n
+
+
+def count_tokens_once(text: str) -> int:
     """count_tokens, once per distinct text: the same log block recurs in every arm's requests."""
-    from gcpc.io import sha256_text
+    return counted_tokens(text)[1]
 
-    key = sha256_text(text) if len(text) > 256 else text
-    if key not in _counted:
-        _counted[key] = count_tokens(text)
-    return _counted[key]
+
+_tokens = count_tokens_once
 
 
 def output_tokens(request: LLMRequest) -> int:

@@ -91,7 +91,10 @@ def usage_breakdown(params: dict[str, Any], root: Path = Path(".")) -> dict[str,
     return {"currency": sorted(currencies or {"USD"})[0], "total": compact_usage(total), "by_stage": per_stage,
             "by_arm": {a: compact_usage(add_groups(gs)) for a, gs in sorted(per_arm.items())},
             "stages_without_usage": missing,
-            "estimates": {name: {k: e.get(k) for k in ("provider", "model", "tokenizer", "experiment")}
+            "estimates": {name: {k: e.get(k) for k in ("provider", "model", "tokenizer", "experiment", "models", "priced_as",
+                                                      "trajectories", "total", "by_model") if k in e}
+                          | ({"stages": {n: st["total"] and st["total"] | {"model": f"{st['provider']}/{st['model']}"}
+                                        for n, st in e["stages"].items()}} if "stages" in e else {})
                           for name, e in read_estimates(root / ESTIMATES).items()},
             "token_fields": {name: f for f, name in TOKEN_NAMES.items()} | {"calls": "attempts (every provider call, "
                              "retries included)", "cached_calls": "attempts that read prompt-cache tokens"}}
@@ -107,6 +110,12 @@ def _arm_auc(rq1: dict[str, Any], score: str) -> tuple[dict[str, Any], dict[str,
         if e.get("ci_low") is not None and e.get("ci_high") is not None:
             ci[arm] = f"{float_text(e['ci_low'], '.3f')}–{float_text(e['ci_high'], '.3f')}"
     return auc, ci
+
+
+def _cost_estimate(estimates: dict[str, Any]) -> dict[str, Any] | None:
+    """The whole command's estimated cost (the estimate stage's command.json): sync and batch + caching, USD."""
+    cost = ((estimates.get("command") or {}).get("total") or {}).get("cost")
+    return None if not cost else {"sync": _r(cost["sync"]), "batch_cached": _r(cost["batch_cached"])}
 
 
 def _headline_delta(rq1: dict[str, Any]) -> dict[str, Any] | None:
@@ -164,6 +173,7 @@ def summary(params: dict[str, Any], root: Path = Path(".")) -> tuple[dict[str, A
         "item_agreement": _item_agreement(root, primary),
         "n": _judged(root, primary),
         "usage": {k: v for k, v in usage["total"].items() if k != "cache_write_tokens"},  # all of it in usage.json
+        "cost_estimate": _cost_estimate(usage.get("estimates") or {}),
     }
     for key, fn in SECTIONS.items():
         value = fn(params, root)
@@ -189,6 +199,8 @@ def compact(full: dict[str, Any], floors: set[str]) -> dict[str, Any]:
         "calls": u.get("calls"),
         "tokens": {"in": u.get("input_tokens"), "out": u.get("output_tokens"), "cached": u.get("cached_tokens")},
         "cost": u.get("cost"),
+        # the whole command priced before any call (gcpc.analysis.cost, the estimate stage): sync and batch + caching
+        "cost_estimate": full.get("cost_estimate"),
     }
     return {k: v for k, v in out.items() if v is not None and v != {}}
 
@@ -247,21 +259,42 @@ def read_estimates(folder: Path = ESTIMATES) -> dict[str, Any]:
 
 
 def estimate_markdown(estimates: dict[str, Any]) -> list[str]:
-    """The same judging with a paper model, as an estimate: the heuristic provider reports no tokens, so without
+    """The whole command with priced models, as an estimate: the heuristic provider reports no tokens, so without
     this every usage number offline is 0."""
     if not estimates:
         return []
-    lines = ["", "**Estimate, not a measurement:** what this run's judge requests (every arm, built by the arms' own "
-             "code; `python -m gcpc.judging.estimate`) would cost with a paper model, before any call. Input tokens "
-             "counted with the tokenizer named; output tokens assumed per response type; batch + caching assumes "
-             "every cache read hits.", "",
-             "| judge (estimate) | tokenizer | requests | input tokens | output tokens (assumed) | sync | batch | batch + caching |",
-             "|---|---|---:|---:|---:|---:|---:|---:|"]
+    lines = []
     for e in estimates.values():
-        x, c = e["experiment"], e["experiment"].get("cost") or {}
-        money = [f"{c[k]:.2f} USD" if c.get(k) is not None else "n/a" for k in ("sync", "batch", "batch_cached")]
-        lines.append(f"| {e['provider']}/{e['model']} | {e['tokenizer']} | {x['requests']} | {x['input_tokens']} | "
-                     f"{x['output_tokens']} | " + " | ".join(money) + " |")
+        if "stages" not in e:  # a judge-only estimate (python -m gcpc.judging.estimate --out)
+            x, c = e["experiment"], e["experiment"].get("cost") or {}
+            lines += ["", f"**Estimate, not a measurement:** this run's judge requests priced with {e['provider']}/{e['model']} "
+                      f"(`python -m gcpc.judging.estimate`): {x['requests']} requests, {x['input_tokens']} input tokens "
+                      f"({e['tokenizer']}), {x['output_tokens']} output tokens (assumed): "
+                      + ", ".join(f"{k.replace('_', ' + ')} {float_text(c[k], '.2f')} USD" for k in ("sync", "batch", "batch_cached")
+                                  if c.get(k) is not None) + "."]
+            continue
+        lines += ["", "**Estimate, not a measurement:** what the whole command would cost (`python -m gcpc.analysis.cost`: "
+                  "every stage's requests built by the stage's own code, nothing sent), before any call. Input tokens "
+                  f"counted with {e.get('tokenizer')}; output tokens assumed per response type; batch + caching assumes "
+                  "every cache read hits; synthesis counts the regeneration bound."]
+        priced_as = [f"- {role}: {why}." for role, why in (e.get("priced_as") or {}).items()]
+        lines += ["", *priced_as] if priced_as else []
+        lines += ["", "| stage | model | requests | input tokens | output tokens (assumed) | sync | batch | batch + caching |",
+                  "|---|---|---:|---:|---:|---:|---:|---:|"]
+        order = ("synthesize", "audit", "judge", "rejudge", "swap", "controls")  # the pipeline's order
+        stages = e.get("stages") or {}
+        for name, t in sorted(stages.items(), key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order)):
+            if not t:
+                lines.append(f"| {name} | - | 0 | 0 | 0 | - | - | - |")
+                continue
+            c = t.get("cost") or {}
+            money = [f"{float_text(c[k], '.2f')} USD" if c.get(k) is not None else "n/a" for k in ("sync", "batch", "batch_cached")]
+            lines.append(f"| {name} | {t['model']} | {t['requests_in_all'] - t['stored']} | {t['input_tokens']} | {t['output_tokens']} | "
+                         + " | ".join(money) + " |")
+        t = e.get("total") or {}
+        c = t.get("cost") or {}
+        money = [f"**{float_text(c[k], '.2f')} USD**" if c.get(k) is not None else "n/a" for k in ("sync", "batch", "batch_cached")]
+        lines.append(f"| **total** | | {t.get('requests')} | {t.get('input_tokens')} | {t.get('output_tokens')} | " + " | ".join(money) + " |")
     return lines
 
 

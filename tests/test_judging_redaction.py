@@ -53,3 +53,14 @@ def test_the_ascii_pre_check_redacts_what_the_regex_alone_would():
     pattern = re.compile("|".join(re.escape(n) for n in needles), re.IGNORECASE)
     assert [e.text for e in redact_run_metadata(t).events] == [pattern.sub(REDACTED, x) for x in texts]
     assert redact_run_metadata(t).events[4].text == REDACTED + " (long s)"  # the regex folds it onto s: kept
+
+
+def test_a_log_that_never_names_its_run_is_passed_on_without_a_pass_over_its_events():
+    """issue 36: one search of all texts joined settles the common case (no copy); a name split across two
+    events is not a mention, and a needle found in any event, ASCII or not, still redacts as before."""
+    clean = traj(["plain output", "more output: mini-swe", "-agent is not one name here"])
+    assert redact_run_metadata(clean) is clean
+    for texts in (["ok", "n\u00e4chste MINI-SWE-AGENT"], ["ok", "mini-\u017fwe-agent"], ["ok", "claude-sonnet-4-20250514"]):
+        t = traj(texts)
+        red = redact_run_metadata(t)
+        assert red is not t and REDACTED in red.events[-1].text and red.events[0].text == texts[0]

@@ -40,6 +40,8 @@ def visible_events(events: Sequence[Event], max_chars: int) -> list[dict[str, An
 
 
 REDACTED = "[run metadata redacted]"
+FOLDS_TO_ASCII = "\u0130\u0131\u017f\u212a"
+"""The non-ASCII characters Python's case-insensitive regex matches to ASCII letters (İ ı ſ K: i, i, s, k)."""
 LAYOUT = Path("prompts/judging/layout")
 """The judging layout every model arm shares (system block + log; prompts/judging/layout/README.md)."""
 
@@ -80,20 +82,46 @@ def redact_run_metadata(traj: Trajectory) -> Trajectory:
     # lower-cased (the regex's Unicode case folds, e.g. the Kelvin sign for k, need a non-ASCII character in
     # the text): a C substring search. The regex scan of every event took 2.8 s of a 32 s profile of the judge
     # stage on Terminal-Bench 1 (issue 29). Non-ASCII texts (or needles) take the regex as before.
+    # A non-ASCII text matches the same way when it holds none of the four characters the regex folds onto ASCII
+    # letters (U+0130, U+0131, U+017F, U+212A: the only ones; no other lower-cases to ASCII), so a terminal log's
+    # box-drawing characters no longer send the whole text to the regex (issue 36).
     lowered = [n.lower() for n in needles] if all(n.isascii() for n in needles) else None
 
+    def plain(text: str) -> bool:  # the lower-case search decides as the regex does
+        return lowered is not None and (text.isascii() or not any(c in text for c in FOLDS_TO_ASCII))
+
     def mentions(text: str) -> bool:
-        if lowered is not None and text.isascii():
+        if plain(text):
             low = text.lower()
-            return any(n in low for n in lowered)
+            return any(n in low for n in lowered)  # type: ignore[union-attr]
         return pattern.search(text) is not None
+
+    def redacted(text: str) -> str:
+        # pattern.sub(REDACTED, text) without the regex (an IGNORECASE alternation tries every needle at every
+        # position: 0.8 ms an event on the TB1 logs that print their model; issue 36): the leftmost match, at one
+        # position the first needle (the regex's alternation order), then on after it
+        if not plain(text):
+            return pattern.sub(REDACTED, text)
+        assert lowered is not None
+        low = text.lower()  # as long as the text: U+0130, the one character whose lower case is two, is not in it
+        found = [low.find(n) for n in lowered]
+        out, pos = [], 0
+        while True:
+            at, which = min(((p, i) for i, p in enumerate(found) if p >= 0), default=(-1, -1))
+            if at < 0:
+                break
+            out += [text[pos:at], REDACTED]
+            pos = at + len(lowered[which])
+            found = [p if p < 0 or p >= pos else low.find(lowered[i], pos) for i, p in enumerate(found)]
+        out.append(text[pos:])
+        return "".join(out)
 
     # most logs never print their run's configuration: one search of all the texts together (joined by a character
     # no needle holds, so no match spans two events) settles it without a pass over the events (issue 36: 0.87 ms
     # of CPU per judge call went to the pass)
     if not any("\x00" in n for n in needles) and not mentions("\x00".join(e.text for e in traj.events)):
         return traj
-    events = [e if not mentions(e.text) else e.model_copy(update={"text": pattern.sub(REDACTED, e.text)})
+    events = [e if not mentions(e.text) else e.model_copy(update={"text": redacted(e.text)})
               for e in traj.events]
     return traj.model_copy(update={"events": events})
 

@@ -1,0 +1,49 @@
+"""Finalize holds what scoring reads, not every log (issue 36, item 6): the same tables from trajectories cut to
+their scoring view, which keeps no event text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gcpc.corpus.models import Event, EventKind, Outcome, SourceRef, Trajectory
+from gcpc.io import read_models
+from gcpc.judging.models import Judgment
+from gcpc.scoring.finalize import finalize_tables, scoring_view
+from gcpc.scoring.metrics import log_has_evidence
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = SourceRef(path="a.log", line=1)
+
+
+def traj(kinds_texts: list[tuple[EventKind, str]]) -> Trajectory:
+    return Trajectory(trajectory_id="t", benchmark="b", task_id="x", harness="h", model="m", condition="c", source="s",
+                      trial="1", outcome=Outcome(status="PASS", reward=1.0), source_path="x",
+                      events=[Event(index=i, kind=k, text=t, source=SRC) for i, (k, t) in enumerate(kinds_texts)])
+
+
+@pytest.mark.parametrize("events", [
+    [(EventKind.TOOL_CALL, "ls" * 500), (EventKind.TOOL_OUTPUT, "   "), (EventKind.TOOL_CALL, "cat"), (EventKind.FILE_CONTENT, "a" * 9000)],
+    [(EventKind.SYSTEM, "boot"), (EventKind.TOOL_OUTPUT, " \n ")],
+    [(EventKind.AGENT_MESSAGE, "hello")],
+])
+def test_scoring_view_keeps_the_two_facts_scoring_reads(events):
+    t = traj(events)
+    v = scoring_view(t)
+    assert log_has_evidence(v.events) == log_has_evidence(t.events)
+    assert sum(e.kind == EventKind.TOOL_CALL for e in v.events) == sum(e.kind == EventKind.TOOL_CALL for e in t.events)
+    assert all(len(e.text) <= 1 for e in v.events)
+
+
+def test_demo_tables_are_the_same_from_the_scoring_view():
+    ingest, judge = ROOT / "data/processed/ingest/trajectories.jsonl", ROOT / "data/processed/judge"
+    if not ingest.exists():
+        pytest.skip("demo outputs not checked out (dvc checkout)")
+    full = read_models(ingest, Trajectory)
+    judgments = [j for p in sorted(judge.glob("*/judgments.jsonl")) for j in read_models(p, Judgment)]
+    a = finalize_tables(full, judgments, {})
+    b = finalize_tables([scoring_view(t) for t in full], judgments, {})
+    for x, y in zip(a[:3], b[:3], strict=True):
+        assert x.equals(y)
+    assert a[3] == b[3]

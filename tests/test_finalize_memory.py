@@ -47,3 +47,28 @@ def test_demo_tables_are_the_same_from_the_scoring_view():
     for x, y in zip(a[:3], b[:3], strict=True):
         assert x.equals(y)
     assert a[3] == b[3]
+
+
+def test_rejudge_holds_whole_logs_only_for_its_sample(monkeypatch, tmp_path):
+    """The rejudge stage scores every trajectory from its scoring view and re-reads whole logs for the sample only."""
+    import shutil
+
+    import yaml
+
+    from gcpc.analysis import rejudge as mod
+
+    if not (ROOT / "data/processed/rejudge/llm_calls_pass2.jsonl").exists():
+        pytest.skip("demo outputs not checked out (dvc checkout)")
+    viewed, judged = [], []
+    real_view, real_judge = mod.scoring_view, mod.judge_with
+    monkeypatch.setattr(mod, "scoring_view", lambda t: viewed.append(t.trajectory_id) or real_view(t))
+    monkeypatch.setattr(mod, "judge_with", lambda arm, inputs, trajs, *a, **k: judged.append(len(trajs)) or real_judge(arm, inputs, trajs, *a, **k))
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    out = tmp_path / "rejudge"
+    shutil.copytree(ROOT / "data/processed/rejudge", out)  # its call stores answer every request
+    monkeypatch.chdir(ROOT)
+    summary = mod.rejudge(params, ROOT / "data/processed/ingest", ROOT / "data/processed/synthesize",
+                          ROOT / "data/processed/judge", out, progress=False)
+    n_all = sum(1 for _ in open(ROOT / "data/processed/ingest/trajectories.jsonl"))
+    assert len(viewed) == n_all and judged and set(judged) == {summary["n_trajectories"]}
+    assert (out / "scores.parquet").read_bytes() == (ROOT / "data/processed/rejudge/scores.parquet").read_bytes()

@@ -72,3 +72,22 @@ def test_rejudge_holds_whole_logs_only_for_its_sample(monkeypatch, tmp_path):
     n_all = sum(1 for _ in open(ROOT / "data/processed/ingest/trajectories.jsonl"))
     assert len(viewed) == n_all and judged and set(judged) == {summary["n_trajectories"]}
     assert (out / "scores.parquet").read_bytes() == (ROOT / "data/processed/rejudge/scores.parquet").read_bytes()
+
+
+def test_trajectory_file_parses_on_demand_what_read_models_parses():
+    from gcpc.analysis.common import TrajectoryFile
+    from gcpc.analysis.controls import first_per_task, idle_trajectories
+
+    path = ROOT / "data/processed/ingest/trajectories.jsonl"
+    if not path.exists():
+        pytest.skip("demo outputs not checked out (dvc checkout)")
+    full = read_models(path, Trajectory)
+    lazy = TrajectoryFile(path)
+    assert len(lazy) == len(full) and list(lazy) == [t.trajectory_id for t in full]
+    assert all(lazy[t.trajectory_id] == t and lazy.task_of(t.trajectory_id) == (t.benchmark, t.task_id) for t in full)
+    assert lazy.get("no-such-id") is None and "no-such-id" not in lazy
+    judged = [j for j in read_models(ROOT / "data/processed/judge/gcpc/judgments.jsonl", Judgment)]
+    firsts = first_per_task(judged, lazy)
+    assert len(firsts) < len(full)  # the controls stage parses these, not every log
+    assert idle_trajectories([lazy[t] for t in firsts]) == idle_trajectories(
+        [t for t in full if t.trajectory_id in {j.trajectory_id for j in judged}])

@@ -193,13 +193,16 @@ def summary(metrics: pd.DataFrame, excluded: list[dict[str, Any]], accuracy: dic
 
 
 def scoring_view(traj: Trajectory) -> Trajectory:
-    """The trajectory as scoring reads it: of its events, the tool calls (counted: `n_tool_calls`) and the first
-    evidence event with text (`log_has_evidence`), their texts cut to one character. Finalize held every log
+    """The trajectory as scoring reads it: its events reduced to the two facts scoring reads, how many tool calls
+    (`n_tool_calls`) and whether an evidence event has text (`log_has_evidence`). Finalize held every log
     whole, ~0.6 MiB per kept trajectory at paper scale (7.9 GiB at 20,818; issue 36), for these two facts."""
-    events = [e for e in traj.events if e.kind == EventKind.TOOL_CALL]
+    calls = [e for e in traj.events if e.kind == EventKind.TOOL_CALL]
     evidence = next((e for e in traj.events if e.kind in EVIDENCE_KINDS and e.text.strip()), None)
-    kept = sorted(events + ([evidence] if evidence is not None else []), key=lambda e: e.index)
-    return traj.model_copy(update={"events": [e.model_copy(update={"text": "x" if e.text.strip() else ""}) for e in kept]})
+    # one tool-call event, listed once per call (a list of references: only the count is read)
+    events = [calls[0].model_copy(update={"text": ""})] * len(calls) if calls else []
+    if evidence is not None:
+        events.append(evidence.model_copy(update={"text": "x"}))
+    return traj.model_copy(update={"events": events})
 
 
 def run(params: dict[str, Any], ingest_dir: Path, judge_root: Path, out_dir: Path, metrics_path: Path) -> pd.DataFrame:

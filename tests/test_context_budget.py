@@ -119,3 +119,39 @@ def test_holistic_and_tick_exclude_a_log_that_cannot_fit(kind, template, tmp_pat
     (j,), records = _judge_arm(kind, template, [_traj([3000] * 40)], 2000, tmp_path)
     assert j.status == "skipped" and not records
     assert j.error.startswith("log does not fit the judge's context window (2000 tokens")
+
+
+def test_fitting_search_finds_the_bisections_cap_with_fewer_counts():
+    """issue 36: the largest fitting cap is found by interpolation with a bisection fallback; for a prompt that grows
+    with the cap the answer is the bisection's, and near-linear growth (a log's tokens) needs fewer exact counts."""
+    import random
+
+    from gcpc.judging.spec import _largest_fitting_cap
+
+    def bisect(lo, hi, fits):
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            lo, hi = (mid, hi) if fits(mid) else (lo, mid - 1)
+        return lo
+
+    rng = random.Random(36)
+    probes_new = probes_old = 0
+    for _ in range(300):
+        lo, hi = 200, rng.randint(201, 60_000)
+        slope, base = rng.uniform(0.5, 30), rng.randint(0, 5000)
+        steps = sorted(rng.sample(range(lo, hi + 1), min(5, hi - lo)))  # a monotone, piecewise, non-linear count
+        tokens = lambda cap: int(base + slope * cap + 40 * sum(cap >= s for s in steps))  # noqa: E731
+        budget = rng.randint(tokens(lo), tokens(hi))
+        seen = []
+
+        def probe(cap):
+            seen.append(cap)
+            return tokens(cap) <= budget, tokens(cap)
+
+        old = []
+        want = bisect(lo, hi, lambda cap: old.append(cap) or tokens(cap) <= budget)
+        assert _largest_fitting_cap(lo, hi, tokens(lo), tokens(hi), budget, probe) == want
+        assert len(seen) <= 2 * max(len(old), 1) + 1
+        probes_new += len(seen)
+        probes_old += len(old)
+    assert probes_new < probes_old / 2, (probes_new, probes_old)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -312,6 +313,54 @@ def _meta_record(line: bytes, path: Path, lineno: int) -> dict[str, Any]:
         raise ValueError(f"{path}:{lineno}: not UTF-8 ({exc.reason})") from exc
     except RecursionError:
         raise ValueError(f"{path}:{lineno}: JSON nested too deeply") from None
+
+
+class TrajectoryFile(Mapping):  # type: ignore[type-arg]
+    """trajectories.jsonl as a read-only mapping id -> Trajectory that holds no log: one pass records each line's
+    offset and its (benchmark, task_id) (`_meta_record`, the events never decoded), and a trajectory is parsed
+    from its line when asked for, as `read_models` parses it. A stage that needs a few whole logs of many (the
+    controls stage: its sampled Yes items and one idle log per task) no longer holds them all (5.8 GiB at
+    20,818; issue 36)."""
+
+    def __init__(self, path: Path = TRAJECTORIES):
+        self.path = Path(path)
+        verify_output(self.path)  # against the ingest's stage manifest, as read_models checks it
+        self._index: dict[str, tuple[int, int, str, str]] = {}
+        with self.path.open("rb") as fh:
+            pos = 0
+            for lineno, line in enumerate(fh, 1):
+                if not line.endswith(b"\n"):
+                    raise ValueError(f"{path}:{lineno}: truncated file (the last line has no newline); re-run the stage that writes it")
+                if line.strip():
+                    rec = _meta_record(line, self.path, lineno)
+                    self._index.setdefault(str(rec["trajectory_id"]), (pos, len(line), str(rec.get("benchmark")),
+                                                                       str(rec.get("task_id"))))
+                pos += len(line)
+
+    def __contains__(self, trajectory_id: object) -> bool:
+        return trajectory_id in self._index
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._index)
+
+    def task_of(self, trajectory_id: str) -> tuple[str, str]:
+        """(benchmark, task_id) of a trajectory, without parsing it."""
+        return self._index[trajectory_id][2:]
+
+    def __getitem__(self, trajectory_id: str) -> Any:
+        from gcpc.corpus.models import Trajectory
+
+        offset, length, _, _ = self._index[trajectory_id]
+        with self.path.open("rb") as fh:
+            fh.seek(offset)
+            line = fh.read(length)
+        try:
+            return Trajectory.model_validate(json.loads(line))
+        except Exception as exc:
+            raise ValueError(f"{self.path}: trajectory {trajectory_id}: {exc}") from exc
 
 
 def read_jsonl_frame(path: Path) -> pd.DataFrame:

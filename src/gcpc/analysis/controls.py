@@ -30,10 +30,11 @@ from __future__ import annotations
 import random
 import re
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gcpc.analysis.common import CONTROLS, resolve_analysis
+from gcpc.analysis.common import CONTROLS, TrajectoryFile, resolve_analysis
 from gcpc.analysis.rejudge import HOLISTIC_MAX, load_arm_inputs
 from gcpc.corpus.models import Event, EventKind, Trajectory
 from gcpc.io import read_models, write_json, write_jsonl
@@ -119,7 +120,7 @@ def replace_in_events(events: list[Event], quote: str, new_quote: str, cited: se
     return out, n
 
 
-def evidence_replacements(judgments: list[Judgment], trajectories: dict[str, Trajectory], scope: str,
+def evidence_replacements(judgments: list[Judgment], trajectories: Mapping[str, Trajectory], scope: str,
                           max_items: int | None, seed: int) -> tuple[list[tuple[Trajectory, dict[str, Any]]], list[dict[str, Any]]]:
     """(perturbed trajectories with their record, skipped items with reasons) for every Yes item of ``judgments``."""
     todo, skipped = [], []
@@ -168,6 +169,15 @@ def evidence_replacements(judgments: list[Judgment], trajectories: dict[str, Tra
     return todo, skipped
 
 
+def first_per_task(judged: list[Judgment], trajectories: TrajectoryFile) -> list[str]:
+    """The judged trajectories `idle_trajectories` takes its logs from (the first by id of each task), found from the
+    file's index: the same choice as passing it every judged trajectory, without parsing them all."""
+    first: dict[tuple[str, str], str] = {}
+    for tid in sorted(j.trajectory_id for j in judged if j.trajectory_id in trajectories):
+        first.setdefault(trajectories.task_of(tid), tid)
+    return sorted(set(first.values()))
+
+
 def idle_trajectories(trajectories: list[Trajectory]) -> list[Trajectory]:
     """One idle log per task: the first trajectory's events before its first tool call."""
     first: dict[tuple[str, str], Trajectory] = {}
@@ -199,8 +209,7 @@ def _shares(records: list[dict[str, Any]]) -> dict[str, Any]:
 def controls(params: dict[str, Any], ingest_dir: Path, synth_dir: Path, judge_root: Path, out_dir: Path, *,
              progress: bool = True) -> dict[str, Any]:
     cfg = resolve_analysis(params.get("analysis"), params.get("arm"))["controls"]
-    trajectories = read_models(ingest_dir / "trajectories.jsonl", Trajectory)
-    by_id = {t.trajectory_id: t for t in trajectories}
+    by_id = TrajectoryFile(ingest_dir / "trajectories.jsonl")  # whole logs parsed only for those perturbed or idled
     scoring = params.get("scoring") or {}
     prop, endpoint = bool(scoring.get("pass_propagation", True)), bool(scoring.get("endpoint", True))
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -234,7 +243,7 @@ def controls(params: dict[str, Any], ingest_dir: Path, synth_dir: Path, judge_ro
             perturb_records += recs + skipped
             by_rule = {rule: _shares([r for r in recs if r["rule"] == rule]) for rule in sorted({r["rule"] for r in recs})}
             by_route = {route: _shares([r for r in recs if r["route"] == route]) for route in sorted({r["route"] for r in recs})}
-            idle_logs = idle_trajectories([by_id[j.trajectory_id] for j in judged if j.trajectory_id in by_id])
+            idle_logs = idle_trajectories([by_id[t] for t in first_per_task(judged, by_id)])
             idle_j = judge_arm(arm, idle_logs, llm_cfg=params["judge"], client=client, checklists=inputs["checklists"],
                                tasks=inputs["tasks"]) if idle_logs else []
             idle_by = {t.trajectory_id: t for t in idle_logs}

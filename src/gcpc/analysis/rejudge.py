@@ -30,9 +30,10 @@ import pandas as pd
 from gcpc.errors import ParamsError
 from gcpc.analysis.common import REJUDGE, resolve_analysis
 from gcpc.corpus.models import Trajectory
-from gcpc.io import read_models, write_json, write_jsonl, write_parquet
+from gcpc.io import iter_models, read_models, write_json, write_jsonl, write_parquet
 from gcpc.judging.models import Judgment
 from gcpc.scoring.metrics import action_free_rule, score_trajectory, zero_evidence_reason
+from gcpc.scoring.finalize import scoring_view
 from gcpc.synthesis.models import Checklist
 
 HOLISTIC_MAX = 10.0  # as gcpc.scoring.finalize: holistic scores are 0-10, rescaled to [0, 1]
@@ -146,8 +147,9 @@ def rejudge(params: dict[str, Any], ingest_dir: Path, synth_dir: Path, judge_roo
     cfg = resolve_analysis(params.get("analysis"), params.get("arm"))["rejudge"]
     arm_name = str(cfg["arm"])
     n_passes = int(cfg["passes"])
-    trajectories = read_models(ingest_dir / "trajectories.jsonl", Trajectory)
-    by_id = {t.trajectory_id: t for t in trajectories}
+    # every trajectory in its scoring view (what the sample and the scores read), whole logs only for the sample
+    # judged again: all of them whole were 5.7 GiB at 20,818 (issue 36)
+    by_id = {t.trajectory_id: scoring_view(t) for t in iter_models(ingest_dir / "trajectories.jsonl", Trajectory)}
     arm, inputs = load_arm_inputs(params, arm_name, ingest_dir, synth_dir)
     first_path = judge_root / arm_name / "judgments.jsonl"
     if not first_path.exists():
@@ -156,7 +158,7 @@ def rejudge(params: dict[str, Any], ingest_dir: Path, synth_dir: Path, judge_roo
     sample_ids, sample_info = select_sample(first, by_id, dict(cfg.get("sample") or {}))
     keep = set(sample_ids)
     first = [j for j in first if j.trajectory_id in keep]
-    trajectories = [t for t in trajectories if t.trajectory_id in keep]
+    trajectories = [t for t in iter_models(ingest_dir / "trajectories.jsonl", Trajectory) if t.trajectory_id in keep]
     out_dir.mkdir(parents=True, exist_ok=True)
 
     passes: list[tuple[str, int, list[Judgment]]] = [("repeat", 1, first)]

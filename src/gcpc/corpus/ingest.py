@@ -21,6 +21,7 @@ from gcpc.corpus.fingerprint import _known_fingerprints, log_fingerprint, rememb
 from gcpc.corpus.guard import confined, outside_links, read_guarded
 from gcpc.corpus.harbor import display_path, find_trial_folders, read_tasks, read_trial
 from gcpc.corpus.ids import printable
+from gcpc.corpus.parallel import few_full_collections
 from gcpc.corpus.meta import FILE_NAME as META_FILE
 from gcpc.corpus.meta import write_trajectory_meta
 from gcpc.corpus.models import EVIDENCE_KINDS, Exclusion, Task, Trajectory
@@ -272,14 +273,16 @@ def ingest(corpus_cfg: dict[str, Any], root: Path, workers: int = 1) -> IngestRe
     corpus_cfg, link_notes = linked_outside(corpus_cfg, corpus_root)
     token = _known_fingerprints.set({})
     try:
-        with confined(corpus_boundary(corpus_cfg, corpus_root)):
+        # every reader, not only the parallel ones: a Harbor corpus is read in this process, and each full collection
+        # walks every trajectory read so far (5,000 bench_scale trials: 13 of them, 6.2 of 27 CPU-s; issue 36)
+        with few_full_collections(), confined(corpus_boundary(corpus_cfg, corpus_root)):
             tasks, trajectories, exclusions, notes = read_corpus(corpus_cfg, corpus_root, roots)
-        notes = [*notes, *link_notes]
-        trajectories = _checked(trajectories, tasks, exclusions, fmt=fmt, action=action)
-        trajectories, duplicates = dedupe(trajectories)
+            notes = [*notes, *link_notes]
+            trajectories = _checked(trajectories, tasks, exclusions, fmt=fmt, action=action)
+            trajectories, duplicates = dedupe(trajectories)
     finally:
         _known_fingerprints.reset(token)
-    relative = partial(relative_text, roots=roots)
+    relative = relativizer(roots)
     return IngestResult(
         corpora=[name],
         tasks=tasks,
@@ -322,12 +325,21 @@ def _relative_notes(t: Trajectory, relative: Any) -> Trajectory:
 def relative_text(text: str, roots: list[Path]) -> str:
     """`text` with every absolute path below a root written relative to it (the first root that holds it):
     reasons quote exceptions, whose messages name files by absolute path; outputs never depend on the machine."""
-    for r in roots:
-        for form in dict.fromkeys((os.path.abspath(r), os.path.realpath(r))):
-            prefix = form.rstrip(os.sep) + os.sep
+    return relativizer(roots)(text)
+
+
+def relativizer(roots: list[Path]) -> Any:
+    """`relative_text` for these roots, with each root's absolute and resolved forms found once (a `realpath` per
+    text was a file-system walk per trajectory and exclusion; issue 36)."""
+    prefixes = [form.rstrip(os.sep) + os.sep for r in roots for form in dict.fromkeys((os.path.abspath(r), os.path.realpath(r)))]
+
+    def relative(text: str) -> str:
+        for prefix in prefixes:
             if prefix in text:
                 text = text.replace(prefix, "")
-    return text
+        return text
+
+    return relative
 
 
 def merge_results(results: list[IngestResult]) -> IngestResult:
@@ -491,13 +503,18 @@ def population_markdown(pop: dict[str, Any], exclusions: list[Exclusion]) -> str
     lines += ["", "## Exclusions by reason", "", "| reason | n |", "|---|---:|"]
     for reason, n in pop["excluded_by_reason"].items():
         lines.append(f"| {_cell(reason)} | {n} |")
-    dups = [e for e in exclusions if e.duplicate_of is not None or reason_category(e.reason).startswith("duplicate")]
+    def duplicate(e: Exclusion) -> bool:
+        return e.duplicate_of is not None or reason_category(e.reason).startswith("duplicate")
+
+    # (`e not in dups` compared each exclusion with every duplicate: 737,505 model comparisons at 5,000 bench_scale
+    # trials, quadratic in the exclusions; an exclusion equal to a duplicate is one, so the test is the same; issue 36)
+    dups = [e for e in exclusions if duplicate(e)]
     lines += ["", "## Duplicates removed", "", "| path | duplicate of | reason |", "|---|---|---|"]
     for e in dups:
         lines.append(f"| {_cell(e.path)} | {_cell(e.duplicate_of or '')} | {_cell(e.reason)} |")
     lines += ["", "## Excluded trials", "", "| path | reason |", "|---|---|"]
     for e in exclusions:
-        if e not in dups:
+        if not duplicate(e):
             lines.append(f"| {_cell(e.path)} | {_cell(e.reason)} |")
     if pop["notes"]:
         lines += ["", "## Notes", ""]
@@ -539,6 +556,7 @@ def run(data: dict[str, Any], root: Path, workers: int | None = None) -> dict[st
     from gcpc.corpus.parallel import resolve_workers
 
     n = resolve_workers(workers)
-    result = population.apply(merge_results([ingest(cfg, root, workers=n) for cfg in corpora_from_params(data)]),
-                              data.get("population"))
-    return write_outputs(result, Path(root) / data.get("out_dir", DEFAULT_OUT_DIR))
+    with few_full_collections():  # the whole stage holds what it read: a full collection would walk it all again
+        result = population.apply(merge_results([ingest(cfg, root, workers=n) for cfg in corpora_from_params(data)]),
+                                  data.get("population"))
+        return write_outputs(result, Path(root) / data.get("out_dir", DEFAULT_OUT_DIR))

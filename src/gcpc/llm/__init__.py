@@ -119,7 +119,17 @@ def llm_session(cfg: dict[str, Any], store_path: str | Path, *, progress: bool =
               f"{t['http_requests_sent']} HTTP requests sent ({t['http_abandoned']} abandoned), "
               f"{t['tokens']['input_tokens']} input / {t['tokens']['cache_read_input_tokens']} cached / "
               f"{t['tokens']['output_tokens']} output tokens, cost "
-              f"{'n/a (unpriced)' if cost is None else f'{cost:.4f} ' + s['currency']}", file=sys.stderr)
+              f"{'n/a (unpriced)' if cost is None else f'{cost:.4f} ' + s['currency']}"
+              f"{_shared_note(s['from_shared_cache'], client.calls_made, client.shared_hits)}", file=sys.stderr)
+
+
+def _shared_note(shared: dict[str, Any], calls_now: int, hits_now: int) -> str:
+    """What the usage line leaves out: answers copied from the shared call cache (paid by the run that first asked)."""
+    if not shared.get("attempts") and not hits_now:
+        return ""
+    return (f"; not counted above: {shared['requests']} requests ({shared['attempts']} calls, {shared['http_requests_sent']} "
+            f"HTTP requests) answered from the shared call cache; this run made {calls_now} calls itself "
+            f"and took {hits_now} answers from the shared cache")
 
 
 __all__ = ["llm_session", "LLMClient", "CallStore", "LLMRequest", "Message", "LLMSettings", "make_client", "make_provider",

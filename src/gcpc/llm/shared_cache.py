@@ -6,7 +6,8 @@ workspace and is content-addressed by the request key: before any call the clien
 and after a request reaches its final outcome (an answer, or a recorded refusal) its attempts are
 stored here. A hit is copied into the stage's own call store, which stays the versioned record of
 what the stage used, so outputs are byte-identical whether an answer came from the provider or
-from here.
+from here; the store lists the attempts it took from here beside the call file (`store.adopted_path`),
+so the stage's usage reports them apart and never as calls it sent (`gcpc.llm.usage`).
 
 Layout: `<dir>/<key[:2]>/<key>.jsonl`, the request's attempts as call-store lines (redacted like
 the store). Each entry is written to a unique temporary file and linked into place, so any

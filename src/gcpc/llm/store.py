@@ -35,7 +35,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
-from gcpc.io import SHARED_JSON_HELD, canonical_json, canonical_json_shared, own_file, sha256_text
+from gcpc.io import SHARED_JSON_HELD, canonical_json, canonical_json_shared, own_file, sha256_text, write_text
 from gcpc.llm.base import SHARED_INPUTS, CallRecord
 from gcpc.llm.secrets import redact
 
@@ -69,6 +69,33 @@ def packed_blobs_path(path: Path) -> Path:
     """The gzip blob file `compact` writes (the texts the kept records use)."""
     path = Path(path)
     return path.with_name(path.stem + ".blobs.jsonl.gz")
+
+
+def adopted_path(path: Path) -> Path:
+    """The attempts this store copied from the shared cache (`CallStore.adopt`): one `{"attempt", "key"}` line each.
+    They were paid for by whichever run first asked, so usage does not count them as sent here (`gcpc.llm.usage`).
+    The call file itself stays the same bytes whether an answer came from the provider or from the cache;
+    the file exists only while the store holds an adopted attempt."""
+    path = Path(path)
+    return path.with_name(path.stem + ".shared.jsonl")
+
+
+def read_adopted(path: str | Path) -> set[tuple[str, int]]:
+    """(key, attempt) of every attempt the call file at `path` took from the shared cache (a torn last line is
+    an adoption whose record may be missing too: ignored)."""
+    side = adopted_path(Path(path))
+    if not side.exists():
+        return set()
+    text = side.read_text(encoding="utf-8")
+    lines = text.split("\n")[:-1]  # the part after the last newline is empty, or the torn tail of a killed append
+    out: set[tuple[str, int]] = set()
+    for i, line in enumerate(lines, 1):
+        try:
+            data = json.loads(line)
+            out.add((str(data["key"]), int(data["attempt"])))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"{side}: line {i} is not an adopted attempt (fields key, attempt): {exc}") from exc
+    return out
 
 
 def _externalize(value: object, blobs: dict[str, str]) -> object:
@@ -344,6 +371,7 @@ class CallStore:
         own_file(self.path)  # a DVC output linked to the cache: append to a copy, never through the link
         self._fh = self.path.open("a+b")
         self._load()
+        self.adopted = {a for a in read_adopted(self.path) if any(e.attempt == a[1] for e in self._index.get(a[0], ()))}
 
     def _load(self) -> None:
         for i, pos, raw in _read_lines(self._fh, self.path, repair=True):
@@ -397,6 +425,11 @@ class CallStore:
             records = [records[-1].model_copy(update={"attempt": max(e.attempt for e in held) + 1})]
         for record in records:
             self.append(record)
+        side = adopted_path(self.path)
+        own_file(side)
+        with side.open("a", encoding="utf-8", newline="\n") as fh:  # after the records: never names one not on disk
+            fh.write("".join(canonical_json({"attempt": r.attempt, "key": r.key}) + "\n" for r in records))
+        self.adopted |= {(r.key, r.attempt) for r in records}
         return records
 
     def attempts(self, key: str) -> list[CallRecord]:
@@ -448,6 +481,12 @@ class CallStore:
         self._blobs.pack(used)
         self._index = index
         self._fh = self.path.open("a+b")
+        self.adopted = {a for a in self.adopted if a[0] in keys}
+        side = adopted_path(self.path)
+        if self.adopted:
+            write_text(side, "".join(canonical_json({"attempt": n, "key": k}) + "\n" for k, n in sorted(self.adopted)))
+        else:
+            side.unlink(missing_ok=True)
 
     def close(self) -> None:
         self._fh.close()

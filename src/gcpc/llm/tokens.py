@@ -38,7 +38,7 @@ def count_tokens(text: str) -> int:
     enc = _encoding()
     if enc is None:
         return math.ceil(len(text) / 4)
-    return len(enc.encode(text, disallowed_special=()))
+    return len(enc.encode_ordinary(text))  # = encode(text, disallowed_special=()), without its special-token scan
 
 
 OUTPUT_TOKENS = {"ChecklistJudgment": (40, 70), "TickAnswer": (60, 0), "HolisticJudgment": (150, 0), "TickChecklist": (210, 0)}

@@ -15,6 +15,12 @@ records the stage kept: it is the cost of producing these outputs. Prices are pe
 (`prices:` in conf/llm/<name>.yaml) and apply to the configured (provider, model); batch
 attempts get `batch_discount` off.
 
+Answers another run paid for are not this file's: the attempts the store copied from the shared call
+cache (`gcpc.llm.store.adopted_path`; a second workspace, an experiment, or an arm sending another arm's
+requests such as `gcpc_gate`) are left out of `total`, `by_model` and `by_purpose` and summed apart under
+`from_shared_cache` (what they cost when first asked, sent by someone else), so adding the stages' totals
+counts every provider call once.
+
 Every HTTP request counts too: `http_requests_sent` (transport retries included), `http_answers_received`
 (any answer: success, error status, unparsable body) and `http_abandoned` (sent, never answered: a
 timeout or a dropped connection; the provider may have finished and billed it, but no token count
@@ -33,7 +39,7 @@ import json
 
 from gcpc.io import write_json
 from gcpc.llm.base import CallRecord
-from gcpc.llm.store import iter_records
+from gcpc.llm.store import iter_records, read_adopted
 
 TOKEN_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens", "reasoning_tokens")
 INPUT_FIELDS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
@@ -133,16 +139,23 @@ def _compare(estimated: dict[str, int], reported: dict[str, int], n: int) -> dic
     return out
 
 
-def summarize_usage(records: Iterable[CallRecord], cfg: dict[str, Any]) -> dict[str, Any]:
+def summarize_usage(records: Iterable[CallRecord], cfg: dict[str, Any],
+                    adopted: set[tuple[str, int]] | frozenset[tuple[str, int]] = frozenset()) -> dict[str, Any]:
     """Tokens, attempts and cost of one call file, and `estimate_vs_usage`: what `gcpc.llm.estimate`
     would have put on the same attempts (BPE input tokens, assumed output tokens) against what the
-    provider reported (input = uncached + cache writes + cache reads)."""
+    provider reported (input = uncached + cache writes + cache reads). `adopted`: the (key, attempt)s
+    taken from the shared cache, summed under `from_shared_cache` instead of the totals."""
     prices = applied_prices(cfg)
     priced_identity = _identity(cfg)
-    total, by_model, by_purpose = _empty(), defaultdict(_empty), defaultdict(_empty)
+    total, by_model, by_purpose, shared = _empty(), defaultdict(_empty), defaultdict(_empty), _empty()
     unpriced: set[str] = set()
     estimated, reported, compared = {"input_tokens": 0, "output_tokens": 0}, {"input_tokens": 0, "output_tokens": 0}, 0
     for record in records:
+        tokens = bool(record.usage and any(record.usage.get(f) for f in TOKEN_FIELDS))
+        if (record.key, record.attempt) in adopted:  # paid by the run that first asked: summed apart
+            paid = prices is not None and (record.provider, record.model) == priced_identity
+            _add(shared, record, record_cost(record, prices) if paid else (None if tokens else 0.0))  # type: ignore[arg-type]
+            continue
         guess = _estimated(record) if record.usage and any(record.usage.get(f) for f in TOKEN_FIELDS) else None
         if guess is not None:
             est_in, est_out = guess
@@ -168,6 +181,7 @@ def summarize_usage(records: Iterable[CallRecord], cfg: dict[str, Any]) -> dict[
         "total": _finish(total),
         "by_model": {k: _finish(v) for k, v in sorted(by_model.items())},
         "by_purpose": {k: _finish(v) for k, v in sorted(by_purpose.items())},
+        "from_shared_cache": _finish(shared),
         "estimate_vs_usage": _compare(estimated, reported, compared),
     }
 
@@ -201,6 +215,7 @@ def combine_summaries(files: dict[str, dict[str, Any]]) -> dict[str, Any]:
         "priced_models": sorted({f["priced_model"] for f in files.values() if f.get("prices")}),
         "unpriced_models": sorted({m for f in files.values() for m in f.get("unpriced_models", [])}),
         "total": add_groups(f["total"] for f in files.values()),
+        "from_shared_cache": add_groups(f.get("from_shared_cache") or {} for f in files.values()),
         "by_model": merged("by_model"),
         "by_purpose": merged("by_purpose"),
         "estimate_vs_usage": _compare(*_summed(files), sum(int((f.get("estimate_vs_usage") or {}).get("attempts_compared", 0))
@@ -231,7 +246,8 @@ def write_usage_summary(calls_path: str | Path, cfg: dict[str, Any], out_path: s
     """Summarize `calls_path` (one llm_calls*.jsonl) into its entry of `usage_summary.json` beside it, keeping
     the entries of the stage's other call files that still exist; returns this file's summary."""
     calls_path = Path(calls_path)
-    summary = summarize_usage(iter_records(calls_path, resolve=False), cfg)  # no request needed: read one at a time
+    summary = summarize_usage(iter_records(calls_path, resolve=False), cfg,  # no request needed: read one at a time
+                              read_adopted(calls_path))
     summary["calls_file"] = calls_path.name
     out = Path(out_path) if out_path is not None else calls_path.with_name(SUMMARY_NAME)
     previous = read_usage(out) if out.exists() else None

@@ -78,6 +78,9 @@ def usage_breakdown(params: dict[str, Any], root: Path = Path(".")) -> dict[str,
             continue
         currencies.add(summary.get("currency", "USD"))
         per_stage[stage] = compact_usage(summary["total"]) | {"files": sorted((summary.get("files") or {"": 0}).keys())}
+        adopted = int((summary.get("from_shared_cache") or {}).get("attempts", 0))
+        if adopted:  # answers another run paid for: shown, never added to the calls and tokens above
+            per_stage[stage]["calls_from_shared_cache"] = adopted
         if stage.startswith("judge@"):  # a judge stage's calls are its arm's, whichever arm's requests they are
             per_arm.setdefault(stage.split("@", 1)[1], []).append(summary["total"])
             continue
@@ -243,6 +246,10 @@ def usage_markdown(usage: dict[str, Any]) -> str:
     if usage["by_arm"]:
         lines += ["", head.format("arm (judge, rejudge, controls)"), sep]
         lines += [row(a, u) for a, u in usage["by_arm"].items()]
+    shared = {s: u["calls_from_shared_cache"] for s, u in usage["by_stage"].items() if u.get("calls_from_shared_cache")}
+    if shared:
+        lines += ["", "Answers taken from the shared call cache (paid by the run that first asked them; not in the calls, "
+                  "tokens or cost above): " + ", ".join(f"{s} {n}" for s, n in shared.items()) + "."]
     if usage["stages_without_usage"]:
         lines += ["", "No usage recorded for: " + ", ".join(usage["stages_without_usage"]) + "."]
     lines += estimate_markdown(usage.get("estimates") or {})

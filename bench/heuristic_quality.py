@@ -47,8 +47,19 @@ def checkout() -> Path:
     return Path(gcpc.__file__).resolve().parents[2]
 
 
+def _source(path: Path) -> str:
+    """The measured checkout's src/gcpc, relative to this repository (another checkout: a named placeholder, never
+    this machine's path: tests/test_no_machine_paths.py)."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return "OTHER_CHECKOUT/src/gcpc"
+
+
 def composed_params(data: str) -> dict[str, Any]:
-    from gcpc.params import compose, load_params
+    from gcpc.experiment import compose
+    from gcpc.params import load_params
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "params.yaml"
@@ -112,7 +123,7 @@ def measure(data: str, items_out: Path | None = None, shared: Path | None = None
                 n_f2p += sum(r in f2p for r in it.test_refs)
     has_f2p = any(task_of[k].metadata.get("fail_to_pass") for k in task_of)
     out: dict[str, Any] = {
-        "data": data, "gcpc_source": str(Path(gcpc.__file__).resolve().parent), "seconds": round(seconds, 1),
+        "data": data, "gcpc_source": _source(Path(gcpc.__file__).resolve().parent), "seconds": round(seconds, 1),
         "n_tasks": len(tasks), "n_trajectories": len(trajs),
         "checklists": {"median_items": statistics.median(counts) if counts else None,
                        "share_tasks_without_items": (sum(c == 0 for c in counts) / len(counts)) if counts else None,

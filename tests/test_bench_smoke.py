@@ -36,10 +36,12 @@ SMOKE: dict[str, list[str]] = {
     "bench_scale.py": ["--n", "6", "--stages", "ingest", "synthesize", "validate"],
     "bench_store.py": ["--data", "smoke", "--arms", "gcpc"],
     "bench_swe_bench_ingest.py": ["--limit", "5", "--repeat", "1"],
+    "heuristic_quality.py": ["--data", "demo"],
     "real_server.py": [],
 }
 NOT_SCRIPTS = {"injection_probe.py",  # a module the injection benchmark and tests/test_injection_probe.py import
-               "real_server_boot.py"}  # the llama-cpp-python server launcher real_server.py starts (run with it)
+               "real_server_boot.py",  # the llama-cpp-python server launcher real_server.py starts (run with it)
+               "portable.py"}  # the helper every bench script records its command with (repository-relative paths)
 SLOW = {"bench_repro.py": "a cold `dvc repro` of the whole demo in a clone (~1 min of CPU)"}
 
 

@@ -103,7 +103,8 @@ def _run(args: list[str], cwd: Path, env: dict[str, str]) -> subprocess.Complete
 
 
 def _smoke_params(tmp: Path) -> dict:
-    from gcpc.params import compose, load_params
+    from gcpc.experiment import compose
+    from gcpc.params import load_params
 
     compose(tmp / "params.yaml", ["data=smoke"], ROOT / "conf")
     return load_params(tmp / "params.yaml")

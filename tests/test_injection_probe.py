@@ -18,7 +18,7 @@ import injection_probe  # noqa: E402
 
 def test_echoed_text_flips_at_most_two_labels_and_the_control_still_flips(tmp_path):
     result = injection_probe.run_probe(ROOT, tmp_path)
-    assert result["n_fail_trajectories"] == 24 and result["n_items"] == 188
+    assert result["n_fail_trajectories"] == 24 and result["n_items"] == 176  # the demo's checklists after issue 35's generator rules
     per = result["per_probe"]
     for kind in injection_probe.PROBES:
         if kind != "cat_instruction":

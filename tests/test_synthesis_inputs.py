@@ -75,7 +75,9 @@ def test_heuristic_checklist_passes_gates_and_quotes_verbatim(tmp_path):
     client = make_client(HEURISTIC, tmp_path / "calls.jsonl", progress=False)
     outcome = synthesize_checklist(INSTRUCTION, TESTS, client=client, llm_cfg=HEURISTIC, settings=SynthesisSettings())
     assert outcome.items is not None, outcome.failure
-    assert len(outcome.items) == 5  # one per stated requirement (the five list items)
+    # one per stated requirement: the opening imperative ("Summarise ...": a command verb asks for a behaviour,
+    # docs/heuristic-provider.md) and the five list items
+    assert len(outcome.items) == 6
     for it in outcome.items:
         assert " ".join(it.quote.split()) in " ".join(INSTRUCTION.split())
     by_quote = {it.quote: it for it in outcome.items}

@@ -15,7 +15,8 @@ def test_estimate_is_shown_as_an_estimate(tmp_path):
     assert read_estimates(tmp_path) == {"gpt-5-4-mini": est} and read_estimates(tmp_path / "absent") == {}
     text = "\n".join(estimate_markdown(read_estimates(tmp_path)))
     assert "**Estimate, not a measurement:**" in text
-    assert "| openai/gpt-5.4-mini | tiktoken cl100k_base | 962 | 1717973 | 106100 | 1.77 USD | 0.88 USD | 0.55 USD |" in text
+    assert ("962 requests, 1717973 input tokens (tiktoken cl100k_base), 106100 output tokens (assumed): "
+            "sync 1.77 USD, batch 0.88 USD, batch + cached 0.55 USD") in text
     assert estimate_markdown({}) == []
     zero = {"calls": 0, "cached_calls": 0, "input_tokens": 0, "cache_write_tokens": 0, "cached_tokens": 0,
             "output_tokens": 0, "cost": 0.0}

@@ -105,14 +105,24 @@ def _family(v: Variant) -> str:
 TIME_LIMIT_S = 120
 """Seconds one corpus's ingest (all its variants) may take; past it the child is killed and counted as a hang."""
 MEMORY_LIMIT_BYTES = 3 * 1024**3
-"""Address space of the child that ingests one corpus (RLIMIT_AS): a variant that makes the reader hold a sparse
-multi-gigabyte file fails the corpus with MemoryError instead of taking the machine."""
+"""Address space the child that ingests one corpus may add to what it inherited (RLIMIT_AS): a variant that makes the
+reader hold a sparse multi-gigabyte file fails the corpus with MemoryError instead of taking the machine. Added to
+the forked child's own virtual size, since a child of a long pytest run inherits several GiB of mappings (whole-suite
+runs hit MemoryError at once on a fixed 3 GiB)."""
+
+
+def _virtual_size() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmSize:"):
+            return int(line.split()[1]) * 1024
+    return 0
 
 
 def _ingest_child(conn, cfg: dict, dest: Path, out: Path) -> None:
     import resource
 
-    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT_BYTES, MEMORY_LIMIT_BYTES))
+    limit = _virtual_size() + MEMORY_LIMIT_BYTES
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     outside_reads, state = _reads_outside(dest)
     os.chdir(dest / str(cfg.get("root") or "."))  # a file opened by relative name would then pass the guard: seen here
     try:

@@ -383,7 +383,13 @@ def command_estimate(params: dict[str, Any], ingest_dir: Path, synth_dir: Path, 
     # when it is on (paid providers; GCPC_CACHE_DIR=off switches it off), else sent again
     from gcpc.llm import shared_cache
 
-    shared = cfgs["judge"].get("provider") in ("heuristic", "instant") or shared_cache(cfgs["judge"]) is not None
+    if fresh:
+        # as if on a new machine: the config's own cache setting (default on), never this machine's GCPC_CACHE_DIR, so
+        # the `estimate` stage's output follows from its deps and params alone (a test run with the cache off once
+        # priced gcpc_gate's shared requests again and dirtied a clean clone's headline)
+        shared = str(cfgs["judge"].get("cache_dir") or "").strip().lower() != "off"
+    else:
+        shared = cfgs["judge"].get("provider") in ("heuristic", "instant") or shared_cache(cfgs["judge"]) is not None
     stores = ({a: Stored([judge_root / a / "llm_calls.jsonl"], cfgs["judge"], unstored) for a in arms} if not shared else
               Stored([judge_root / a / "llm_calls.jsonl" for a in arms], cfgs["judge"], unstored))
     stages["judge"] = priced_stage(arm_keys, distinct, cfgs["judge"], stores, shared=shared)

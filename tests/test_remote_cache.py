@@ -5,34 +5,28 @@ taken over once it is stale, by exactly one waiter; a live holder's heartbeat ke
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
 from gcpc.llm.base import CallRecord
 from gcpc.llm.remote_cache import ObjectStoreCache, is_url, stale_seconds
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from moto_support import start_moto  # noqa: E402
+
 KEY = "ab" + "0123456789abcdef" * 3
 
 
 @pytest.fixture(scope="module")
 def s3():
-    try:
-        import boto3
-        from moto.server import ThreadedMotoServer
-    except ImportError as exc:
-        pytest.skip(f"the team extra is not installed ({exc.name}): uv sync --locked --extra team")
-    import logging
+    server, url = start_moto()
+    import boto3
 
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    try:
-        server.start()
-        host, port = server.get_host_and_port()
-    except Exception as exc:  # noqa: BLE001
-        pytest.skip(f"moto's S3 server could not start on 127.0.0.1: {exc}")
-    client = boto3.client("s3", endpoint_url=f"http://{host}:{port}", aws_access_key_id="a", aws_secret_access_key="b",
+    client = boto3.client("s3", endpoint_url=url, aws_access_key_id="a", aws_secret_access_key="b",
                           region_name="us-east-1")
     client.create_bucket(Bucket="lab")
     yield client

@@ -41,6 +41,7 @@ from pathlib import Path
 import pytest
 import yaml
 from fakeservers import FakeOpenAI, Fault
+from moto_support import start_moto
 
 from gcpc.io import iter_jsonl
 
@@ -58,22 +59,7 @@ ARMS = ("gcpc", "tick")
 def _moto():
     if shutil.which("git") is None:
         pytest.skip("git is not installed (the test clones a repository three times)")
-    try:
-        from moto.server import ThreadedMotoServer
-        import boto3  # noqa: F401
-        import dvc_s3  # noqa: F401
-    except ImportError as exc:
-        pytest.skip(f"the team extra is not installed ({exc.name}): uv sync --locked --extra team")
-    import logging
-
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    try:
-        server.start()
-        host, port = server.get_host_and_port()
-    except Exception as exc:  # noqa: BLE001 - any failure to listen is a skip, with its reason
-        pytest.skip(f"moto's S3 server could not start on 127.0.0.1: {exc}")
-    return server, f"http://{host}:{port}"
+    return start_moto("dvc_s3")
 
 
 @pytest.fixture(scope="module")

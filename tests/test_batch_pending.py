@@ -16,8 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from fakeservers import SERVERS
-from test_llm_providers import KEYS, cfg, judge_req
+from test_llm_providers import api, cfg, judge_req  # noqa: F401 (api: the providers' fake-server fixture)
 
 from gcpc.llm.cli import BATCH_PENDING_EXIT
 from gcpc.llm.store import read_call_records
@@ -35,16 +34,6 @@ with stage_errors():
     client.store.close()
 print(f"stage: {sum(r.ok for r in results)}/{len(results)} answered")
 """
-
-
-@pytest.fixture(params=["anthropic", "openai"])
-def api(request, monkeypatch):
-    name = request.param
-    env, key = KEYS[name]
-    monkeypatch.setenv(env, key)
-    server = SERVERS[name]().start()
-    yield name, server
-    server.stop()
 
 
 def _stage(name: str, config: dict, path: Path) -> subprocess.CompletedProcess:

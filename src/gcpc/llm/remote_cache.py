@@ -41,7 +41,7 @@ from typing import Any
 from gcpc.io import canonical_json
 from gcpc.llm.base import CallRecord
 from gcpc.llm.secrets import redact, register
-from gcpc.llm.shared_cache import CLAIM_STALE_S
+from gcpc.llm.shared_cache import CLAIM_STALE_S, parse_entry
 
 SCHEMES = ("s3://",)
 POLL_S = 1.0
@@ -193,15 +193,7 @@ class ObjectStoreCache:
         with self._lock:
             fetched = self._prefetched.pop(key, False)
         got = self._get(self.object_key(key)) if fetched is False else fetched
-        if got is None:
-            return None
-        try:
-            records = [CallRecord.model_validate(json.loads(line)) for line in got[0].decode("utf-8").split("\n") if line.strip()]
-        except ValueError:
-            return None
-        if not records or any(r.key != key for r in records):
-            return None
-        return records
+        return None if got is None else parse_entry(got[0].decode("utf-8"), key)
 
     def put(self, key: str, records: list[CallRecord], *, replace: bool = False) -> list[CallRecord]:
         """Store a request's settled attempts unless the key is settled already; the entry that holds (the

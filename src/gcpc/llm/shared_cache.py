@@ -61,6 +61,18 @@ def default_dir(configured: str | None = None) -> Path | None:
     return Path(base) / "gcpc" / "calls"
 
 
+
+def parse_entry(text: str, key: str) -> list[CallRecord] | None:
+    """A stored entry's attempts (one JSON line each), or None when it is damaged or holds another key's records:
+    a miss, replaced by a whole entry later. Shared by the disk and object-store caches."""
+    try:
+        records = [CallRecord.model_validate(json.loads(line)) for line in text.split("\n") if line.strip()]
+    except ValueError:
+        return None
+    if not records or any(r.key != key for r in records):
+        return None
+    return records
+
 class SharedCache:
     def __init__(self, root: str | Path, *, stale_s: float = CLAIM_STALE_S):
         self.root = Path(root)
@@ -89,13 +101,7 @@ class SharedCache:
             data = path.read_text(encoding="utf-8")
         except (FileNotFoundError, NotADirectoryError):
             return None
-        try:
-            records = [CallRecord.model_validate(json.loads(line)) for line in data.split("\n") if line.strip()]
-        except ValueError:
-            return None
-        if not records or any(r.key != key for r in records):
-            return None
-        return records
+        return parse_entry(data, key)
 
     def put(self, key: str, records: list[CallRecord], *, replace: bool = False) -> list[CallRecord]:
         """Store a request's settled attempts unless its key is settled already; the entry that holds (the

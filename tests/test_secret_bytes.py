@@ -16,7 +16,9 @@ through the provider's replies (counted: the test is not vacuous).
 
 Each run's judge arms run in a fresh process (a secret registered in one run must not mask the other's text),
 through `python -m gcpc.judging <arm>`'s own entry point (runpy, one process for the four arms: the SDK and boto3
-imports are paid once); finalize, which opens no store, is the call `python -m gcpc.scoring` makes, in this process. With `MIN_SECRET` set to 1 (the old behaviour: every secret registered) the test fails: the judgments read
+imports are paid once); finalize, which opens no store, is the call `python -m gcpc.scoring` makes, in this process.
+
+With `MIN_SECRET` set to 1 (the old behaviour: every secret registered) the test fails: the judgments read
 "…printing or [REDACTED] it?", the TICK questions generated change with them (replies are redacted before they are
 parsed), and with them TICK's requests, its usage summary and finalize's scores."""
 

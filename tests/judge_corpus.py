@@ -11,8 +11,9 @@ from gcpc.io import iter_jsonl, record_outputs, write_jsonl
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def ingest_and_freeze(ingest_dir: Path, synth_dir: Path) -> None:
-    """The demo corpus ingested into `ingest_dir` and its checklists frozen (heuristic generator) into `synth_dir`."""
+def ingest_and_freeze(ingest_dir: Path, synth_dir: Path, data: dict | None = None) -> None:
+    """The demo corpus (or `data`, a composed params.yaml's data section: the smoke subset, say) ingested into
+    `ingest_dir` and its checklists frozen (heuristic generator) into `synth_dir`."""
     from gcpc.corpus.ingest import run as ingest
     from gcpc.corpus.models import Task
     from gcpc.io import read_models
@@ -21,7 +22,7 @@ def ingest_and_freeze(ingest_dir: Path, synth_dir: Path) -> None:
     from gcpc.synthesis.stage import synthesize_all
 
     params = load_params(ROOT / "params.yaml")
-    ingest({**params["data"], "out_dir": str(ingest_dir)}, ROOT)
+    ingest({**(data or params["data"]), "out_dir": str(ingest_dir)}, ROOT)
     tasks = read_models(ingest_dir / "tasks.jsonl", Task)
     settings = SynthesisSettings.from_params({**params.get("synthesis", {}), "prompts_dir": str(ROOT / "prompts")})
     synthesize_all(tasks, {"provider": "heuristic", "model": "gcpc-heuristic-v1", "max_tokens": 4096, "seed": 0, "temperature": 0.0},

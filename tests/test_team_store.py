@@ -408,7 +408,7 @@ def test_docs_team_md_walked_on_three_clones(origin, store, tmp_path):
             with server.lock:
                 seen["n"] += 1
                 hold = seen["n"] > n // 2
-            return Fault(kind="delay", seconds=30.0) if hold else None
+            return Fault(kind="delay", seconds=120.0) if hold else None  # never answered: A is killed first
 
         server.fault_rules.append(answer_half)
         proc = A.start(command, start_new_session=True)

@@ -8,7 +8,7 @@ import re
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from fakeservers.base import FakeLLMServer, schema_name_from
+from fakeservers.base import FakeLLMServer, schema_in_prompt, schema_name_from
 
 ERROR_TYPES = {400: "invalid_request_error", 401: "authentication_error", 404: "not_found_error",
                429: "rate_limit_error", 500: "api_error", 529: "overloaded_error"}
@@ -40,7 +40,8 @@ class FakeAnthropic(FakeLLMServer):
         system = _text(system_blocks)
         user = "\n".join(_text(m.get("content")) for m in params.get("messages", []) if m.get("role") == "user")
         fmt = ((params.get("output_config") or {}).get("format") or {})
-        schema = fmt.get("schema") if fmt.get("type") == "json_schema" else None
+        # a native schema (output_config.format), else the one the prompt shows (structured_output: prompt)
+        schema = fmt.get("schema") if fmt.get("type") == "json_schema" else schema_in_prompt(system + "\n" + user)
         text = self.answer(params.get("model", ""), schema_name_from(schema), system, user)
         if override is not None:
             text = override

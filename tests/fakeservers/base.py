@@ -378,6 +378,23 @@ class FakeLLMServer:
         return sum(1 for n in self.paid.values() if n > 1)
 
 
+def schema_in_prompt(text: str) -> dict[str, Any] | None:
+    """The JSON schema a prompt shows (`structured_output: prompt`, as conf/llm/claude-sonnet-4-6.yaml sends it: the
+    schema in the prompt text, one line of JSON after the log): the last line that parses as an object with
+    `properties`. None when the prompt shows none."""
+    found = None
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("{") and '"properties"' in line:
+            try:
+                obj = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(obj, dict) and isinstance(obj.get("properties"), dict):
+                found = obj
+    return found
+
+
 def schema_name_from(schema: dict[str, Any] | None) -> str | None:
     """Recognise our response models from the JSON schema a request carries."""
     if not schema:

@@ -26,7 +26,7 @@ import json, sys
 from gcpc.llm import make_client
 from gcpc.llm.cli import stage_errors
 from gcpc.llm.schemas import ChecklistJudgment
-from test_llm_providers import judge_req
+from llm_requests import judge_req
 cfg, path, name = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
 with stage_errors():
     client = make_client(cfg, path, progress=False)

@@ -308,6 +308,16 @@ def test_a_corpus_root_that_would_widen_the_boundary_is_refused(tmp_path, root):
         ingest(cfg, tmp_path / "repo")
 
 
+def test_the_bytecode_cache_counts_as_the_installation(tmp_path, monkeypatch):
+    """With PYTHONPYCACHEPREFIX (the test suite sets one), an import inside the ingest reads its compiled code from
+    that folder: the guard lets it through like the installation, instead of counting a refusal per module."""
+    prefix = tmp_path / "pycache"
+    prefix.mkdir()
+    monkeypatch.setattr(sys, "pycache_prefix", str(prefix))
+    dirs = guard._system_dirs()
+    assert os.path.realpath(prefix) in dirs and os.path.realpath(tmp_path) not in dirs
+
+
 def test_links_leaving_the_corpus_are_refused_even_past_the_folder_checks(variants):
     dest, _ = variants
     secret = dest / "outside" / "secret.txt"

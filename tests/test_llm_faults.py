@@ -77,7 +77,8 @@ def _run(args: list[str], cwd: Path, env: dict[str, str], expect: int = 0) -> su
     return proc
 
 
-def project(dest: Path, corpus: Path, server: FakeOpenAI, env: dict[str, str], **judge) -> Path:
+def project(dest: Path, corpus: Path, server: FakeOpenAI, env: dict[str, str], dvc: bool = True, **judge) -> Path:
+    """The corpus and params.yaml; with `dvc`, also dvc.yaml in a committed git + DVC repository."""
     shutil.copytree(corpus / "data", dest / "data")
     cfg = {"provider": "openai", "model": "gpt-fake-1", "temperature": 0.0, "seed": 0, "max_tokens": 2048, "max_attempts": 3,
            "concurrency": 4, "timeout_s": 1.0, "base_url": server.url + "/v1",
@@ -86,6 +87,8 @@ def project(dest: Path, corpus: Path, server: FakeOpenAI, env: dict[str, str], *
     params = {"judge": cfg, "judging": {"max_event_chars": 4000},
               "arm": {"gcpc": {"kind": "checklist", "template": str(ROOT / "prompts" / "judging" / "gcpc.jinja"), "evidence_gate": True}}}
     (dest / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=True))
+    if not dvc:
+        return dest
     (dest / "dvc.yaml").write_text(yaml.safe_dump(DVC_YAML, sort_keys=False))
     (dest / ".gitignore").write_text("/data/processed/judge\n")
     for args in (["git", "init", "-q"], ["dvc", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "base"]):
@@ -115,11 +118,11 @@ TRANSIENT = [Fault(kind="status", status=429, headers={"retry-after": "0.05"}), 
 
 def test_faults_under_dvc_repro_exp_run_and_queued_experiments(corpus, tmp_path):
     reference_cache, cache = tmp_path / "ref-cache", tmp_path / "cache"
-    with FakeOpenAI() as ref_server:  # the reference: an uninterrupted run with the same refusal
+    with FakeOpenAI() as ref_server:  # the reference: an uninterrupted run of the stage's command with the same refusal
         ref_server.fault_rules.append(refuse_marked)
         env = _env(reference_cache)
-        ref = project(tmp_path / "ref", corpus, ref_server, env)
-        _run(["dvc", "repro"], ref, env)
+        ref = project(tmp_path / "ref", corpus, ref_server, env, dvc=False)
+        _run([sys.executable, *DVC_YAML["stages"]["judge"]["cmd"].split()[1:]], ref, env)
         n_requests = len({r["key"] for r in iter_jsonl(ref / JUDGE_DIR / "llm_calls.jsonl")})
         assert n_requests == 40 and ref_server.model_calls == 39
 

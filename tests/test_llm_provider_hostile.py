@@ -208,7 +208,7 @@ WORKER = textwrap.dedent("""
     import json, sys, time
     from pathlib import Path
     sys.path.insert(0, {tests!r})
-    from test_llm_providers import judge_req
+    from llm_requests import judge_req
     from gcpc.llm import make_client
     from gcpc.llm.schemas import ChecklistJudgment
     cfg, store, go, n = json.loads(sys.argv[1]), sys.argv[2], Path(sys.argv[3]), int(sys.argv[4])
@@ -225,10 +225,13 @@ WORKER = textwrap.dedent("""
 
 
 def _spawn(config: dict, store: Path, go: Path, n: int, env: dict) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-c", WORKER, json.dumps(config), str(store), str(go), str(n)], env=env,
+    return subprocess.Popen([sys.executable, "-c", WORKER, json.dumps(config), str(store), str(go), str(n)], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _ready(proc: subprocess.Popen) -> None:
+    """Wait for a worker's 'ready' (its imports done, its requests built): the workers start up side by side."""
     assert proc.stdout is not None and proc.stdout.readline().strip() == "ready", proc.stderr.read() if proc.stderr else ""
-    return proc
 
 
 @pytest.mark.parametrize("workers", [2, 4])
@@ -240,6 +243,8 @@ def test_concurrent_workers_sharing_the_cache_never_pay_twice(tmp_path, workers,
         config = cfg("openai", server, concurrency=concurrency, cache_dir=str(tmp_path / "shared"))
         go = tmp_path / "go"
         procs = [_spawn(config, tmp_path / f"w{i}" / "llm_calls.jsonl", go, n, env) for i in range(workers)]
+        for p in procs:
+            _ready(p)
         go.touch()  # all start together, in the same request order: the worst case for twins
         outs = []
         for p in procs:

@@ -17,9 +17,10 @@ from openai.lib._parsing import type_to_response_format_param
 
 from gcpc.llm.store import read_call_records
 from gcpc.io import iter_jsonl
-from gcpc.llm import LLMRequest, Message, make_client
+from gcpc.llm import make_client
 from gcpc.llm.base import BatchPending, ProviderError
 from gcpc.llm.schemas import ChecklistJudgment
+from llm_requests import judge_req  # noqa: F401 - other test modules import it from here
 
 KEYS = {"anthropic": ("ANTHROPIC_API_KEY", "sk-ant-test-SECRET456"), "openai": ("OPENAI_API_KEY", "sk-test-SECRET123")}
 
@@ -43,16 +44,6 @@ def cfg(name: str, server, **over) -> dict:
         c["seed"] = 0
     c.update(over)
     return c
-
-
-def judge_req(name: str, n: int = 0, sampling: dict | None = None) -> LLMRequest:
-    return LLMRequest(
-        purpose="judgment:test", provider=name, model="m-1",
-        messages=[Message(role="system", content="Rules.\n## Checklist\n- [i01] wrote out.txt\n- [i02] ran tests", cache_prefix=True),
-                  Message(role="user", content=f"## Execution log\n[0] TOOL_OUTPUT trajectory {n}")],
-        output_schema="ChecklistJudgment", json_schema=ChecklistJudgment.model_json_schema(),
-        sampling=sampling if sampling is not None else ({"max_tokens": 256, "temperature": 0.0} | ({"seed": 0} if name == "openai" else {})),
-        template_hash="t")
 
 
 def model_bodies(server) -> list[dict]:

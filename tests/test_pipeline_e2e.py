@@ -114,6 +114,25 @@ def test_every_declared_out_exists(clone):
     assert not missing
 
 
+def test_every_stage_that_writes_llm_calls_feeds_the_headline(clone):
+    """The headline's token totals can count every paid call only if every stage that writes an llm_calls file is
+    upstream of it: tests/test_sweeps.py's fake-server run repros just the headline's ancestors and relies on this.
+    The report carries the usage section the headline writes."""
+    root, env = clone
+    dag = _run([str(Path(sys.executable).parent / "dvc"), "dag", "--outs", "--dot", "pipelines/rq/dvc.yaml:headline"],
+               root, env).stdout
+    upstream = {Path(p) for p in re.findall(r'^"([^"]+)";$', dag, re.M)}
+    assert Path("data/processed/headline") in upstream and Path("data/processed/judge/gcpc") in upstream, dag[:2000]
+    calls = [p.relative_to(root) for p in (root / "data" / "processed").rglob("llm_calls*.jsonl")
+             if not p.name.endswith(".blobs.jsonl")]
+    assert len(calls) >= 4, calls
+    outside = [str(c) for c in calls if not any(c.is_relative_to(u) for u in upstream)]
+    assert not outside, f"llm_calls files of stages the headline does not depend on: {outside}"
+    usage = (root / "data" / "processed" / "headline" / "usage.md").read_text(encoding="utf-8")
+    report = (root / "figures" / "report.md").read_text(encoding="utf-8")
+    assert "## LLM usage and cost" in report and usage.strip() in report
+
+
 def _numbers(obj):
     if isinstance(obj, dict):
         for v in obj.values():

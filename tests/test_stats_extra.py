@@ -194,25 +194,33 @@ def test_signed_rank_test_matches_scipy(seed):
 def test_signed_rank_test_is_scipys_wilcoxon_bit_for_bit():
     """Every regime of scipy's method 'auto' (exact up to 50 without ties/zeros, sign-flip enumeration
     up to 13 with them, normal approximation otherwise), with zeros kept in the input as the stage
-    passes them: the same floats, not just close ones."""
+    passes them: the same floats, not just close ones. Random draws cover the small sizes (the
+    enumeration reached through ties alone, zeros alone and both) and both sides of 50; the
+    enumeration's upper boundary (13 flips, 14 normal) gets one case each, since one 2**13
+    enumeration costs seconds."""
     rng = np.random.default_rng(0)
     draws = {"continuous": lambda n: rng.normal(0.2, 1, n), "ties": lambda n: np.round(rng.normal(0.1, 0.3, n), 1),
              "zeros": lambda n: np.round(rng.normal(0.0, 0.2, n), 1), "integers": lambda n: rng.integers(-3, 4, n).astype(float)}
-    regimes = collections.Counter()
-    for draw in draws.values():
-        for n in [1, 2, 3, 5, 8, 12, 13, 14, 20, 49, 50, 51, 64]:
-            for _ in range(6):
-                d = draw(n)
-                if not (d != 0).any():
-                    continue
-                ref = wilcoxon(d, zero_method="wilcox")
-                ours = signed_rank_test(d)
-                assert ours["p_value"] == float(ref.pvalue), (n, d.tolist())
-                assert ours["statistic"] == float(ref.statistic), (n, d.tolist())
-                nz = d[d != 0]
-                plain = len(np.unique(np.abs(nz))) == nz.size and nz.size == n
-                regimes["exact" if n <= 50 and plain else "flips" if n <= 13 else "normal"] += 1
+    plain13 = np.arange(1.0, 14.0) * np.array([1, -1, 1, 1, -1, 1, 1, 1, -1, 1, 1, -1, 1])
+    zero13 = np.where(np.abs(plain13) == 4, 0.0, plain13)
+    cases = [draw(n) for draw in draws.values() for n in [1, 2, 3, 5, 8, 14, 20, 49, 50, 51, 64] for _ in range(6)]
+    cases += [plain13, zero13, np.append(zero13, 14.0)]  # 13 plain: exact; 13 with a zero: flips; 14: normal
+    regimes, flips_via = collections.Counter(), collections.Counter()
+    for d in cases:
+        n = d.size
+        if not (d != 0).any():
+            continue
+        ref = wilcoxon(d, zero_method="wilcox")
+        ours = signed_rank_test(d)
+        assert ours["p_value"] == float(ref.pvalue), (n, d.tolist())
+        assert ours["statistic"] == float(ref.statistic), (n, d.tolist())
+        nz = d[d != 0]
+        tied, zeros = len(np.unique(np.abs(nz))) < nz.size, nz.size < n
+        regimes["exact" if n <= 50 and not (tied or zeros) else "flips" if n <= 13 else "normal"] += 1
+        if n <= 13 and (tied or zeros):
+            flips_via[(tied, zeros)] += 1
     assert min(regimes.values()) >= 20 and len(regimes) == 3, regimes
+    assert len(flips_via) == 3 and max(d.size for d in cases if d.size <= 13 and (d == 0).any()) == 13, flips_via
 
 
 def test_signed_rank_and_sign_test_hand_cases():

@@ -70,8 +70,9 @@ _WATCH: dict[str, Any] = {"on": False, "seen": []}
 def _hook(event: str, args: tuple) -> None:
     if _WATCH["on"] and event in ("open", "os.listdir", "os.scandir") and args and isinstance(args[0], (str, bytes, os.PathLike)):
         path = os.fsdecode(args[0]) if isinstance(args[0], bytes) else os.fspath(args[0])
+        cache = sys.pycache_prefix  # bytecode written or read there by an import (PYTHONPYCACHEPREFIX; tests/conftest.py)
         if not path.startswith(sys.prefix) and not path.startswith(sys.base_prefix) and "site-packages" not in path \
-                and not path.endswith((".py", ".pyc", ".so")):
+                and not path.endswith((".py", ".pyc", ".so")) and not (cache and path.startswith(cache)):
             _WATCH["seen"].append(f"{event} {path}")
 
 

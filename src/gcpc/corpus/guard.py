@@ -7,7 +7,7 @@ defence, both active only inside `confined(...)` (the ingest of one corpus):
 * readers ask `outside_links(folder)` before reading a trial or task folder and exclude it, naming
   the link and its target, when a link inside it resolves outside the corpus;
 * an audit hook (`sys.addaudithook`) refuses any read of a file, and any directory listing, whose
-  resolved path lies outside the corpus roots (the Python installation excepted, for imports):
+  resolved path lies outside the corpus roots (the Python installation and its bytecode cache excepted, for imports):
   the read raises `OutsideCorpus` (a `PermissionError` naming the path), which the readers turn
   into a per-trial or per-task exclusion like any unreadable file. Every refusal is counted on the
   boundary (`Boundary.refused`), so tests can assert that none happened unrefused.
@@ -36,8 +36,14 @@ class OutsideCorpus(PermissionError):
 
 
 def _system_dirs() -> tuple[str, ...]:
+    """The Python installation, the import path and the bytecode cache: what an import inside the ingest reads.
+    With PYTHONPYCACHEPREFIX set, a module's compiled code is read from that folder, not beside its source;
+    refusing it would not stop the import (importlib compiles the source instead) but would count a refusal
+    for every module first imported inside the ingest."""
     dirs = {sys.prefix, sys.base_prefix, sys.exec_prefix, str(Path(__file__).resolve().parents[2])}
     dirs.update(p for p in sys.path if p and os.path.isdir(p))
+    if sys.pycache_prefix:
+        dirs.add(sys.pycache_prefix)
     return tuple(sorted({os.path.realpath(d) for d in dirs}))
 
 

@@ -22,7 +22,6 @@ ideal at 8 and 32.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import subprocess
@@ -34,7 +33,7 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench/ itself, also when imported by tests
-from portable import command_line  # noqa: E402
+from portable import command_line, load_average, write_result  # noqa: E402
 
 from bench_llm_throughput import start_server as _start, stop_server  # one fake-server launcher for both benchmarks
 
@@ -108,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "judge_stage.json")
     args = parser.parse_args(argv)
     env = dict(os.environ, GCPC_CACHE_DIR="off", PYTHONPATH=str(REPO / "src"))
-    load_before = [round(x, 2) for x in os.getloadavg()]
+    load_before = load_average()
     with tempfile.TemporaryDirectory(prefix="gcpc-judge-stage-") as tmp:
         work = Path(tmp)
         # bytecode cached (in the temporary folder) as in an ordinary installation: with PYTHONDONTWRITEBYTECODE
@@ -121,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         for latency in args.latency:
             for c in args.levels:
                 for _ in range(args.repeat):
-                    load = [round(x, 2) for x in os.getloadavg()]
+                    load = load_average()
                     server, url = _start("openai", latency)
                     try:
                         row = measure(work, params, args.arm, url, latency, c, env, server)
@@ -129,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
                         if server.poll() is None:
                             server.kill()
                     row = {"latency_s": latency, **row, "load_average_before": load,
-                           "load_average_after": [round(x, 2) for x in os.getloadavg()]}
+                           "load_average_after": load_average()}
                     levels.append(row)
                     print(f"latency {latency:g} s, concurrency {c:3d}: {row['calls']} calls in {row['wall_s']} s = "
                           f"{row['fraction_of_ideal']} of ideal (idle {row['idle_share_of_wall']}, max in flight "
@@ -138,11 +137,9 @@ def main(argv: list[str] | None = None) -> int:
               "command": command_line("bench/bench_judge_stage.py", argv if argv is not None else sys.argv[1:]),
               "data": args.data, "arm": args.arm, "latencies_s": args.latency, "target_fraction_of_ideal": TARGET_FRACTION,
               "levels": levels, "meets_target": all(r["meets_target"] for r in levels),
-              "load_average_before": load_before, "load_average_after": [round(x, 2) for x in os.getloadavg()],
+              "load_average_before": load_before, "load_average_after": load_average(),
               "machine": {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count()}}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    print(f"-> {args.out}" + ("" if result["meets_target"] else "  (target not met)"))
+    write_result(args.out, result)
     return 0
 
 

@@ -54,7 +54,7 @@ from pathlib import Path
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from portable import command_line  # noqa: E402
+from portable import command_line, load_average, write_result  # noqa: E402
 
 from bench_judge_stage import prepare, run_child  # noqa: E402
 from bench_llm_throughput import start_server as _start, stop_server  # noqa: E402  one fake-server launcher for the benchmarks
@@ -63,10 +63,6 @@ REPO = Path(__file__).resolve().parents[1]
 TARGET_FRACTION = 0.9
 TARGET_429_SHARE = 0.02
 JUDGE_CONFIGS = {"openai": "openai-compatible", "anthropic": "claude-haiku-4-5"}
-
-
-def load() -> list[float]:
-    return [round(x, 2) for x in os.getloadavg()]
 
 
 def autogroup() -> str | None:
@@ -114,7 +110,7 @@ def run_stage(work: Path, params: dict, arm: str, judge: dict, env: dict[str, st
 
 def measure(work: Path, params: dict, arm: str, provider: str, limits: dict[str, int], args: argparse.Namespace,
             env: dict[str, str], limited: bool, before: bool) -> dict:
-    before_load = load()
+    before_load = load_average()
     server, url = start_server(provider, args.latency, limits if limited else {}, args.time_scale)
     try:
         run = run_stage(work, params, arm, judge_cfg(provider, url, args.concurrency, args.time_scale, limited, before), env)
@@ -124,7 +120,7 @@ def measure(work: Path, params: dict, arm: str, provider: str, limits: dict[str,
             server.kill()
     row = {"provider": provider, "limited": limited, "code": "before" if before else "this", "calls": counters.get("model_calls"),
            "max_inflight": counters.get("max_inflight"), **{k: v for k, v in run.items() if k != "judgments"},
-           "load_average_before": before_load, "load_average_after": load()}
+           "load_average_before": before_load, "load_average_after": load_average()}
     rate = counters.get("rate")
     if rate:
         minutes = rate["span_server_minutes"]
@@ -157,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
               "anthropic": dict(zip(("requests", "input_tokens", "output_tokens"), args.anthropic_limits))}
     env = dict(os.environ, GCPC_CACHE_DIR="off", PYTHONPATH=str(REPO / "src"), GCPC_BENCH_FAKE_KEY="sk-fake-bench")
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    load_before = load()
+    load_before = load_average()
     rows = []
     with tempfile.TemporaryDirectory(prefix="gcpc-rate-limit-") as tmp:
         work = Path(tmp)
@@ -188,11 +184,9 @@ def main(argv: list[str] | None = None) -> int:
               "targets": {"fraction_of_allowed_binding_limit": TARGET_FRACTION, "share_answered_429": TARGET_429_SHARE,
                           "records_failed_on_429": 0, "judgments_identical_to_unlimited": True},
               "runs": rows, "meets_target": all(r["meets_target"] for r in rows if r["limited"]),
-              "load_average_before": load_before, "load_average_after": load(), "sched_autogroup_enabled": autogroup(),
+              "load_average_before": load_before, "load_average_after": load_average(), "sched_autogroup_enabled": autogroup(),
               "machine": {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count()}}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    print(f"-> {args.out}" + ("" if result["meets_target"] else "  (target not met)"))
+    write_result(args.out, result)
     return 0
 
 

@@ -1,4 +1,5 @@
-"""The command line a benchmark records in its result, written so that anyone can rerun it.
+"""What a benchmark records in its result: the command line, written so that anyone can rerun it, the load
+average, and the result file itself (`write_result`).
 
 An argument that is an absolute path inside the repository is written relative to it; one outside
 (a scratch folder, another clone, a temporary output) is replaced by a placeholder named after its
@@ -8,9 +9,11 @@ is the machine's, not the benchmark's (tests/test_no_machine_paths.py scans the 
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -43,3 +46,16 @@ def command_line(script: str, argv: Sequence[str], root: Path = ROOT) -> str:
         out.append(portable_arg(arg, previous if previous and previous.startswith("-") else None, root))
         previous = arg
     return " ".join(["python", script, *out])
+
+
+def load_average() -> list[float]:
+    """The 1-, 5- and 15-minute load averages, rounded: every result says how busy the machine was."""
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def write_result(out: Path, result: dict[str, Any]) -> None:
+    """`result` as sorted, indented JSON at `out` (its folder made), and the one line naming it, flagged when
+    `result["meets_target"]` is false."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    print(f"-> {out}" + ("" if result["meets_target"] else "  (target not met)"))
